@@ -1,0 +1,144 @@
+"""Eager validators for public entry points.
+
+Each check runs on concrete Python / NumPy values at the curator's boundary
+and raises a ``ValueError`` or ``TypeError`` that names the argument, shows
+the value and says how to fix it. Checks are skipped (not failed) on JAX
+tracers, so a validated parameter array can be vmapped through a kernel.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any
+
+import jax
+import numpy as np
+
+
+def is_tracer(value: Any) -> bool:
+    return isinstance(value, jax.core.Tracer)
+
+
+def check_finite_real(name: str, value: Any) -> float:
+    """A finite real scalar, returned as a Python float."""
+    if is_tracer(value):
+        return value
+    if isinstance(value, bool) or not isinstance(value, (numbers.Real, np.floating, np.integer)):
+        arr = np.asarray(value) if not isinstance(value, (str, bytes)) else None
+        if arr is None or arr.shape != () or not np.issubdtype(arr.dtype, np.number):
+            raise TypeError(f"{name} must be a real number, got {value!r} of type {type(value).__name__}.")
+        value = arr.item()
+    value = float(value)
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value!r}. Pass a finite real number.")
+    return value
+
+
+def check_positive(name: str, value: Any) -> float:
+    """A finite real scalar > 0."""
+    value = check_finite_real(name, value)
+    if not is_tracer(value) and value <= 0:
+        raise ValueError(f"{name} must be finite and > 0, got {value!r}.")
+    return value
+
+
+def check_nonnegative(name: str, value: Any) -> float:
+    value = check_finite_real(name, value)
+    if not is_tracer(value) and value < 0:
+        raise ValueError(f"{name} must be finite and >= 0, got {value!r}.")
+    return value
+
+
+def check_epsilon(value: Any, name: str = "epsilon") -> float:
+    value = check_finite_real(name, value)
+    if not is_tracer(value) and value <= 0:
+        raise ValueError(f"{name} must be finite and > 0, got {value!r}. A privacy budget of 0 or less "
+                         "releases nothing; pass e.g. epsilon=1.0.")
+    return value
+
+
+def check_delta(value: Any, name: str = "delta") -> float:
+    value = check_finite_real(name, value)
+    if not is_tracer(value) and not 0.0 < value < 1.0:
+        raise ValueError(f"{name} must lie in the open interval (0, 1), got {value!r}. "
+                         "Typical choices are well below 1/n, e.g. delta=1e-6.")
+    return value
+
+
+def check_probability(name: str, value: Any, *, open_interval: bool = True) -> float:
+    value = check_finite_real(name, value)
+    if is_tracer(value):
+        return value
+    ok = 0.0 < value < 1.0 if open_interval else 0.0 <= value <= 1.0
+    if not ok:
+        interval = "(0, 1)" if open_interval else "[0, 1]"
+        raise ValueError(f"{name} must lie in {interval}, got {value!r}.")
+    return value
+
+
+def check_int(name: str, value: Any, *, minimum: int | None = None, maximum: int | None = None) -> int:
+    """An integer (Python or NumPy, not bool) within [minimum, maximum]."""
+    if isinstance(value, bool) or not isinstance(value, (numbers.Integral, np.integer)):
+        if isinstance(value, (float, np.floating)) and float(value).is_integer():
+            value = int(value)
+        else:
+            raise TypeError(f"{name} must be an integer, got {value!r} of type {type(value).__name__}.")
+    value = int(value)
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}.")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{name} must be <= {maximum}, got {value}.")
+    return value
+
+
+def check_key(key: Any, name: str = "key") -> jax.Array:
+    """A single JAX PRNG key (typed ``jax.random.key`` or legacy uint32[2])."""
+    if not isinstance(key, jax.Array):
+        raise TypeError(f"{name} must be a JAX PRNG key from jax.random.key(seed), got {type(key).__name__}.")
+    if jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key):
+        if key.shape != ():
+            raise ValueError(f"{name} must be a single key, got a key array of shape {key.shape}. "
+                             "Use jax.vmap for batching.")
+        return key
+    if key.dtype == np.uint32 and key.shape == (2,):
+        return jax.random.wrap_key_data(key)
+    raise TypeError(f"{name} must be a single JAX PRNG key (jax.random.key(seed)), got dtype {key.dtype} "
+                    f"and shape {key.shape}. Use jax.vmap for batching.")
+
+
+def check_data(data: Any, name: str = "data", *, min_rows: int = 1) -> np.ndarray:
+    """A real-valued array ``[n, ...]`` with n >= min_rows and no NaN or inf.
+
+    Returns a NumPy float64 (or original integer/bool) array. Data checks run
+    once, here, before any release (STYLE "errors vs totality").
+    """
+    if isinstance(data, jax.core.Tracer):
+        return data
+    try:
+        arr = np.asarray(data)
+    except Exception as err:  # ragged lists and the like
+        raise TypeError(f"{name} must be an array-like of numbers, got {type(data).__name__}: {err}") from None
+    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == np.bool_):
+        raise TypeError(f"{name} must hold real numbers, got dtype {arr.dtype}. Convert it, e.g. "
+                        f"np.asarray({name}, dtype=np.float64).")
+    if np.iscomplexobj(arr):
+        raise TypeError(f"{name} must be real-valued, got complex dtype {arr.dtype}.")
+    if arr.ndim == 0:
+        raise ValueError(f"{name} must have a leading rows axis [n, ...], got a scalar {arr!r}.")
+    if arr.shape[0] < min_rows:
+        raise ValueError(f"{name} must have at least {min_rows} row(s), got shape {arr.shape}.")
+    if np.issubdtype(arr.dtype, np.floating):
+        bad = ~np.isfinite(arr)
+        if bad.any():
+            where = np.argwhere(bad)[0]
+            raise ValueError(f"{name} contains {int(bad.sum())} non-finite value(s) (NaN or inf), the first at "
+                             f"index {tuple(int(i) for i in where)}: {arr[tuple(where)]!r}. Remove or impute "
+                             "them before release; gpuprivacy never drops rows silently.")
+    return arr
+
+
+def check_chunk_size(chunk_size: Any) -> int | None:
+    if chunk_size is None:
+        return None
+    return check_int("chunk_size", chunk_size, minimum=1)

@@ -1,0 +1,21 @@
+"""Strict test configuration (STYLE rule 24)."""
+
+import jax
+import numpy as np
+import pytest
+
+import gpuprivacy  # noqa: F401  (enables x64)
+
+jax.config.update("jax_enable_x64", True)
+jax.config.update("jax_numpy_dtype_promotion", "strict")
+jax.config.update("jax_numpy_rank_promotion", "raise")
+
+# Statistical tests fail with this probability when the code is right (STYLE rule 23).
+TEST_FAILURE_RATE = 1e-6
+
+TOL = {np.float32: 1e-6, np.float64: 1e-12}
+
+
+@pytest.fixture
+def key():
+    return jax.random.key(20261123)
