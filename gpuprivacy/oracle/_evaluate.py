@@ -1,0 +1,292 @@
+"""Batched evaluation of an untrusted oracle over a subset family.
+
+The oracle ``f(rows, valid) -> value`` is evaluated on every subset of a
+family. Privacy requirement (spec 000 §4.3 and §7 P1, spec 002 §8): the
+oracle must see only the rows of its subset. Each subset is therefore
+*gathered* into a fixed-capacity block
+
+* in canonical order: rows sorted lexicographically by value (the dataset is
+  treated as a multiset, so neither original positions nor the original
+  order reach the oracle; tied rows are identical, so tie-breaking leaks
+  nothing);
+* padded with zeros after the ``|subset|`` real rows, with ``valid`` marking
+  the real ones;
+* of a public capacity (the largest subset of the family), never n.
+
+Sorting happens once per call (NumPy, on the host), so order-statistic
+oracles become gathers (the median of a block is ``rows[(c - 1) // 2]`` and
+``rows[c // 2]``), never a per-subset sort.
+
+Only this module knows about chunks and meshes (STYLE rule 8): subsets are
+processed in chunks of ``chunk_size`` per device so peak memory is bounded by
+the chunk, not by k; the subset axis of each chunk is sharded over a
+``jax.sharding.Mesh`` with a named ``"subsets"`` axis (all local devices by
+default, all processes after :func:`initialize_distributed`). The value of
+each subset depends only on that subset, so results do not depend on chunk
+size or device count.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+from gpuprivacy._checks import check_chunk_size, check_data
+from gpuprivacy._progress import Progress
+from gpuprivacy.subsets import _combinatorics as comb
+from gpuprivacy.subsets._families import SubsetFamily, check_family_size
+
+SUBSETS_AXIS = "subsets"
+# Elements of gathered rows per device per chunk when chunk_size is None (~32 MiB of float64).
+_DEFAULT_CHUNK_ELEMENTS = 1 << 22
+# Up to this many removed rows, slot positions are found by comparing against all of them.
+_COMPARE_ALL_WIDTH = 16
+# Subsets per vmapped oracle call; chunks are whole numbers of micro-batches.
+MICRO_BATCH = 128
+
+
+def default_mesh() -> Mesh:
+    """A one-axis mesh named ``"subsets"`` over every device of every process."""
+    return Mesh(np.asarray(jax.devices()), (SUBSETS_AXIS,))
+
+
+def initialize_distributed(coordinator_address: str, num_processes: int, process_id: int, **kwargs) -> None:
+    """Joins a multi-host run (a thin wrapper over :func:`jax.distributed.initialize`).
+
+    Call it in every process before any other JAX work; afterwards
+    :func:`evaluate` shards subsets over the devices of all processes and
+    every process receives all values. On CPU, JAX uses gloo collectives.
+    """
+    jax.distributed.initialize(coordinator_address=coordinator_address, num_processes=num_processes,
+                               process_id=process_id, **kwargs)
+
+
+def canonical_order(data: np.ndarray) -> np.ndarray:
+    """Permutation sorting rows lexicographically (stable), as a NumPy int array."""
+    if data.ndim == 1:
+        return np.argsort(data, kind="stable")
+    flat = data.reshape(data.shape[0], -1)
+    # np.lexsort sorts by the last key first: reverse the columns.
+    return np.lexsort(flat.T[::-1])
+
+
+def gather_subset(data, kept_indices) -> tuple[np.ndarray, np.ndarray]:
+    """What the oracle sees for one subset: ``(rows, valid)`` with capacity = |subset|.
+
+    A slow, obviously-correct reference used by tests and by per-subset loops.
+    """
+    data = np.asarray(data)
+    rows = data[np.asarray(kept_indices, dtype=np.int64)]
+    rows = rows[canonical_order(rows)]
+    return rows, np.ones(rows.shape[0], dtype=bool)
+
+
+def evaluate(oracle_fn: Callable, data, family: SubsetFamily, *, chunk_size: int | None = None,
+             mesh: Mesh | None = None, max_queries: int | None = None, progress: bool = False) -> jax.Array:
+    """Evaluates ``oracle_fn`` on every subset of ``family``.
+
+    Args:
+      oracle_fn: the untrusted statistic ``f(rows, valid) -> value`` (see
+        :class:`gpuprivacy.OracleFn`); traced once with ``rows`` of shape
+        ``[capacity, *data.shape[1:]]`` and vmapped over subsets. It must be
+        a pure JAX function.
+      data: the dataset ``[n, ...]``, real-valued, no NaN or inf.
+      family: a :class:`~gpuprivacy.subsets.SubsetFamily` over n rows.
+      chunk_size: subsets per device per step (default: about 2**22 gathered
+        elements per device), rounded up to a multiple of ``MICRO_BATCH``
+        (128), at least two. Results do not depend on it, bit for bit.
+      mesh: a mesh with a ``"subsets"`` axis; default: all devices when there
+        are several, else the default device.
+      max_queries: refuse families with more subsets than this (a public limit).
+      progress: show a progress bar on stderr.
+
+    Returns:
+      ``values[k, ...]``: the oracle's value on each subset, in family order.
+
+    Raises:
+      ValueError / TypeError: bad data, a family of another n, chunk_size < 1,
+        a family larger than ``max_queries``.
+    """
+    data = check_data(data)
+    if not isinstance(family, SubsetFamily):
+        raise TypeError(f"family must be a gpuprivacy.subsets.SubsetFamily, got {type(family).__name__}. Build one "
+                        "with gpuprivacy.subsets.removals/partition/random_subsets/from_indices.")
+    if family.n != data.shape[0]:
+        raise ValueError(f"family is over n = {family.n} rows but data has {data.shape[0]} rows. Build the family "
+                         "for this dataset.")
+    chunk_size = check_chunk_size(chunk_size)
+    check_family_size(family, max_queries)
+    if not callable(oracle_fn):
+        raise TypeError(f"oracle_fn must be callable f(rows, valid) -> value, got {oracle_fn!r}.")
+
+    n = data.shape[0]
+    order = canonical_order(data)
+    rank = np.empty(n + 1, dtype=np.int32)
+    rank[order] = np.arange(n, dtype=np.int32)
+    rank[n] = n  # the sentinel stays the sentinel
+    sorted_data = data[order]
+
+    if mesh is None and jax.device_count() > 1:
+        mesh = default_mesh()
+    num_devices = 1 if mesh is None else mesh.shape[SUBSETS_AXIS]
+    row_elements = max(1, int(np.prod(data.shape[1:], dtype=np.int64)))
+    if chunk_size is None:
+        chunk_size = max(1, _DEFAULT_CHUNK_ELEMENTS // (family.capacity * row_elements))
+    per_device = min(chunk_size, math.ceil(family.num_subsets / num_devices))
+    step = max(2, math.ceil(per_device / MICRO_BATCH)) * MICRO_BATCH * num_devices
+
+    runner = _ChunkRunner(oracle_fn, family, sorted_data, rank, step, mesh)
+    pending, outputs = [], []
+    with Progress(family.num_subsets, "evaluate", enabled=progress) as bar:
+        for start in range(0, family.num_subsets, step):
+            stop = min(start + step, family.num_subsets)
+            pending.append((runner(start), stop - start))
+            if len(pending) > 2:  # keep two chunks in flight, bound host memory
+                result, count = pending.pop(0)
+                outputs.append(jax.tree.map(lambda x: np.asarray(x)[:count], result))
+                bar.update(count)
+        for result, count in pending:
+            outputs.append(jax.tree.map(lambda x: np.asarray(x)[:count], result))
+            bar.update(count)
+    return jax.tree.map(lambda *xs: jnp.asarray(np.concatenate(xs, axis=0)), *outputs)
+
+
+class _ChunkRunner:
+    """Prepares one chunk's inputs on the host and runs the jitted kernel."""
+
+    def __init__(self, oracle_fn, family, sorted_data, rank, step, mesh):
+        self.family, self.rank, self.step, self.mesh = family, rank, step, mesh
+        self.n = family.n
+        if mesh is None:
+            self.put_replicated = jnp.asarray
+            self.put_sharded = jnp.asarray
+        else:
+            replicated = NamedSharding(mesh, PartitionSpec())
+            sharded = NamedSharding(mesh, PartitionSpec(SUBSETS_AXIS))
+            self.put_replicated = functools.partial(_global_array, sharding=replicated)
+            self.put_sharded = functools.partial(_global_array, sharding=sharded)
+        self.sorted_data = self.put_replicated(sorted_data)
+        kind = family.kind
+        if kind == "removals":
+            self.table = self.put_replicated(comb.binomial_table(family.n, family.depth))
+            self.offsets = self.put_replicated(np.asarray(comb.level_offsets(family.n, family.depth), np.int64))
+            self.rank_device = self.put_replicated(rank)
+        self.kernel = _compiled_kernel(oracle_fn, kind, family.n, family.capacity, family.depth, step, mesh)
+
+    def __call__(self, start: int):
+        family, step = self.family, self.step
+        stop = min(start + step, family.num_subsets)
+        if family.kind == "removals":
+            bounds = np.asarray([start, family.num_subsets - 1], dtype=np.int64)
+            return self.kernel(self.sorted_data, self.rank_device, self.table, self.offsets,
+                               self.put_replicated(bounds))
+        # Materialised forms: map to canonical positions and sort on the host
+        # (NumPy's sort is several times faster than XLA's on CPU).
+        rows = np.arange(start, start + step).clip(max=stop - 1)  # pad the last chunk by repetition
+        if family.kind == "removed":
+            positions = self.rank[family.removed[rows]]
+        else:
+            positions = np.where(family.kept_valid[rows], self.rank[family.kept[rows]], self.n).astype(np.int32)
+        positions.sort(axis=1)
+        return self.kernel(self.sorted_data, self.put_sharded(positions))
+
+
+def _global_array(value, sharding):
+    value = np.asarray(value)
+    return jax.make_array_from_callback(value.shape, sharding, lambda index: value[index])
+
+
+def _constrain(x, mesh):
+    if mesh is None:
+        return x
+    return jax.lax.with_sharding_constraint(x, NamedSharding(mesh, PartitionSpec(SUBSETS_AXIS)))
+
+
+def _blocks_from_removed(sorted_data, removed_positions, n, capacity):
+    """Gathered rows for subsets given by their removed canonical positions (ascending, sentinel n)."""
+    width = removed_positions.shape[-1]
+    real = removed_positions < n
+    # Slot j holds canonical position j + #{i : r_i - i <= j}; sentinels never count.
+    shifted = jnp.where(real, removed_positions - jnp.arange(width, dtype=jnp.int32)[None, :], n + width)
+    slots = jnp.arange(capacity, dtype=jnp.int32)
+    if width <= _COMPARE_ALL_WIDTH:
+        skips = (shifted[:, None, :] <= slots[None, :, None]).sum(-1, dtype=jnp.int32)
+    else:
+        skips = jax.vmap(lambda s: _count_at_most(s, slots))(shifted)
+    positions = slots[None, :] + skips
+    count = n - real.sum(-1, dtype=jnp.int32)
+    return _gather(sorted_data, positions, slots[None, :] < count[:, None], n)
+
+
+def _count_at_most(sorted_values, queries):
+    """``#{i : sorted_values[i] <= q}`` for each query: a branchless binary search.
+
+    Unrolled over the static bit length of the width, so it fuses into the
+    gather (``jnp.searchsorted`` lowers to a while loop that does not).
+    """
+    width = sorted_values.shape[0]
+    count = jnp.zeros(queries.shape, jnp.int32)
+    step = 1 << (width.bit_length() - 1)
+    while step:
+        probe = count + step
+        ok = (probe <= width) & (sorted_values[jnp.minimum(probe, width) - 1] <= queries)
+        count = jnp.where(ok, probe, count)
+        step >>= 1
+    return count
+
+
+def _gather(sorted_data, positions, valid, n):
+    rows = sorted_data.at[jnp.clip(positions, 0, n - 1)].get(mode="promise_in_bounds")
+    mask = valid.reshape(valid.shape + (1,) * (sorted_data.ndim - 1))
+    return jnp.where(mask, rows, jnp.zeros((), sorted_data.dtype)), valid
+
+
+def _apply(oracle_fn, make_block, inputs):
+    """Runs ``oracle_fn`` over fixed micro-batches of subsets.
+
+    ``make_block`` turns one micro-batch of per-subset inputs (indices or
+    positions) into gathered ``(rows, valid)``; it runs inside the loop body so
+    XLA fuses the gather into the oracle and never materialises a whole chunk of
+    rows. XLA compiles the same body whatever the chunk size or device count,
+    so floating-point reductions inside the oracle happen in the same order and
+    results agree bit for bit. Chunks hold at least two micro-batches: a
+    one-step map is inlined by XLA and compiled differently.
+    """
+    length = jax.tree.leaves(inputs)[0].shape[0]
+    shape = (length // MICRO_BATCH, MICRO_BATCH)
+    blocks = jax.tree.map(lambda x: x.reshape(shape + x.shape[1:]), inputs)
+    out = jax.lax.map(lambda block: jax.vmap(oracle_fn)(*make_block(block)), blocks)
+    return jax.tree.map(lambda x: x.reshape((length,) + x.shape[2:]), out)
+
+
+@functools.lru_cache(maxsize=64)
+def _compiled_kernel(oracle_fn, kind, n, capacity, depth, step, mesh):
+    # Cached so that repeated calls with the same oracle and shapes do not recompile.
+    out_sharding = None if mesh is None else NamedSharding(mesh, PartitionSpec())
+
+    if kind == "removals":
+        def kernel(sorted_data, rank, table, offsets, bounds):
+            # bounds = [first global index, last valid global index]; the tail repeats the last subset.
+            index = jnp.minimum(bounds[0] + jnp.arange(step, dtype=jnp.int64), bounds[1])
+
+            def make_block(index):
+                removed = comb.unrank_removed_device(index, table, offsets, n, depth)
+                removed = jnp.sort(rank[removed], axis=-1)  # canonical positions; sentinel n stays last
+                return _blocks_from_removed(sorted_data, removed, n, capacity)
+
+            return _apply(oracle_fn, make_block, _constrain(index, mesh))
+    elif kind == "removed":
+        def kernel(sorted_data, positions):
+            return _apply(oracle_fn, lambda p: _blocks_from_removed(sorted_data, p, n, capacity),
+                          _constrain(positions, mesh))
+    else:
+        def kernel(sorted_data, positions):
+            return _apply(oracle_fn, lambda p: _gather(sorted_data, p, p < n, n), _constrain(positions, mesh))
+
+    return jax.jit(kernel, out_shardings=out_sharding)
