@@ -9,7 +9,9 @@ upper bound on the resulting epsilon, rounded up to the next float.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
+from fractions import Fraction
 
 import mpmath
 
@@ -102,8 +104,16 @@ class ZCDP:
         raise ValueError(f"method must be 'bun-steinke' or 'cks', got {method!r}.")
 
 
+def _check_rho(rho) -> float:
+    rho = check_finite_real("rho", rho)
+    if rho <= 0:
+        raise ValueError(f"rho must be finite and > 0, got {rho!r}.")
+    return rho
+
+
 def zcdp_epsilon_bun_steinke(rho: float, delta: float) -> float:
     """Bun & Steinke (2016), Prop. 1.3: rho + 2 sqrt(rho log(1/delta)), rounded up."""
+    rho, delta = _check_rho(rho), check_delta(delta)
     with mpmath.workdps(40):
         value = mpmath.mpf(rho) + 2 * mpmath.sqrt(mpmath.mpf(rho) * mpmath.log(1 / mpmath.mpf(delta)))
     return round_up(float(value))
@@ -124,6 +134,10 @@ def zcdp_delta_cks(rho: float, epsilon: float) -> float:
     then rounds up. Any alpha gives a valid delta, so an inexact minimiser only
     loosens the bound; it never breaks it.
     """
+    rho = _check_rho(rho)
+    epsilon = check_finite_real("epsilon", epsilon)
+    if epsilon < 0:
+        raise ValueError(f"epsilon must be finite and >= 0, got {epsilon!r}.")
     with mpmath.workdps(50):
         r, e = mpmath.mpf(rho), mpmath.mpf(epsilon)
         # Optimal alpha is near (eps + rho) / (2 rho) + 1; search on log(alpha - 1).
@@ -148,7 +162,15 @@ def zcdp_delta_cks(rho: float, epsilon: float) -> float:
 
 
 def zcdp_epsilon_cks(rho: float, delta: float) -> float:
-    """Smallest epsilon with zcdp_delta_cks(rho, epsilon) <= delta (bisection, rounded up)."""
+    """Smallest epsilon with zcdp_delta_cks(rho, epsilon) <= delta (bisection, rounded up).
+
+    Results are cached: each call runs about 40 high-precision minimisations.
+    """
+    return _zcdp_epsilon_cks(_check_rho(rho), check_delta(delta))
+
+
+@functools.lru_cache(maxsize=4096)
+def _zcdp_epsilon_cks(rho: float, delta: float) -> float:
     lo, hi = 0.0, zcdp_epsilon_bun_steinke(rho, delta)
     if zcdp_delta_cks(rho, hi) > delta:  # CKS is never worse than Bun-Steinke; guard anyway
         return hi
@@ -168,7 +190,9 @@ def compose(*guarantees):
 
     PureDP epsilons add, ApproxDP epsilons and deltas add (Dwork et al. 2006),
     ZCDP rhos add (Bun & Steinke 2016, Lemma 2.3). Mixed kinds raise: convert
-    first, so the conversion chosen is explicit.
+    first, so the conversion chosen is explicit. Sums are exact, rounded up
+    to the next float only when they are not representable. ApproxDP deltas
+    adding up to 1 or more raise a ValueError (the bound would be vacuous).
     """
     if not guarantees:
         raise ValueError("compose needs at least one guarantee.")
@@ -178,13 +202,26 @@ def compose(*guarantees):
                         "Convert them first, e.g. PureDP(e).to_zcdp().")
     kind = kinds.pop()
     if kind is PureDP:
-        return PureDP(round_up(math.fsum(g.epsilon for g in guarantees)))
+        return PureDP(_sum_up(g.epsilon for g in guarantees))
     if kind is ZCDP:
-        return ZCDP(round_up(math.fsum(g.rho for g in guarantees)))
+        return ZCDP(_sum_up(g.rho for g in guarantees))
     if kind is ApproxDP:
-        return ApproxDP(round_up(math.fsum(g.epsilon for g in guarantees)),
-                        min(round_up(math.fsum(g.delta for g in guarantees)), math.nextafter(1.0, 0.0)))
+        epsilon = _sum_up(g.epsilon for g in guarantees)
+        delta = _sum_up(g.delta for g in guarantees)
+        if delta >= 1.0:
+            raise ValueError(f"compose: the deltas add up to {delta!r} >= 1, a vacuous guarantee. "
+                             "Use smaller deltas (or an advanced composition theorem).")
+        if delta == 0.0:  # all inputs were pure DP seen as ApproxDP
+            return ApproxDP.__new_unchecked__(epsilon, 0.0)
+        return ApproxDP(epsilon, delta)
     raise TypeError(f"compose does not know guarantees of type {kind.__name__}.")
+
+
+def _sum_up(values) -> float:
+    """The exact sum of floats, rounded up to a float (exact sums stay exact)."""
+    exact = sum((Fraction(v) for v in values), Fraction(0))
+    total = float(exact)
+    return math.nextafter(total, math.inf) if Fraction(total) < exact else total
 
 
 def check_guarantee(value, name: str = "claim"):

@@ -1,0 +1,133 @@
+"""Validation, rounding and sanitising helpers shared by the mechanisms.
+
+Everything here is private. The public mechanisms call the ``check_*``
+helpers on concrete inputs at the curator's boundary (STYLE "errors vs
+totality"); on JAX tracers the value checks are skipped, but shape checks
+still run because shapes are static.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from fractions import Fraction
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import mpmath
+import numpy as np
+
+from gpuprivacy._checks import is_tracer
+
+# Kernels are total on data: NaN scores become -SCORE_BOUND and +-inf are
+# clamped to +-SCORE_BOUND. A quarter of the largest float64 keeps every
+# difference of two clamped scores finite.
+SCORE_BOUND = float(np.finfo(np.float64).max / 4)
+
+
+def sanitize(scores: jax.Array) -> jax.Array:
+    """Maps NaN to ``-SCORE_BOUND`` and clamps to ``[-SCORE_BOUND, SCORE_BOUND]`` (1-Lipschitz)."""
+    scores = jnp.where(jnp.isnan(scores), -SCORE_BOUND, scores)
+    return jnp.clip(scores, -SCORE_BOUND, SCORE_BOUND)
+
+
+def unit_noise(sampler: Callable[..., jax.Array], key: jax.Array, shape: tuple[int, ...]) -> jax.Array:
+    """Unit-scale noise behind an optimization barrier.
+
+    Without the barrier, XLA may fold a scale that is a compile-time constant
+    (as it is under a caller's ``jax.jit``) into the sampler's own constants,
+    for example the sqrt(2) of the normal sampler, and round differently; jit
+    and eager releases would then differ in the last bit. The barrier keeps
+    ``value + scale * noise`` the same computation in every context.
+    """
+    return jax.lax.optimization_barrier(sampler(key, shape))
+
+
+def float_up(exact: Fraction | mpmath.mpf) -> float:
+    """The smallest float64 that is >= ``exact`` (a Fraction, or an mpmath number)."""
+    try:
+        value = float(exact)
+    except OverflowError:
+        raise ValueError(f"{exact} does not fit in a float64; use smaller parameters.") from None
+    if math.isinf(value):
+        raise ValueError(f"{exact} does not fit in a float64; use smaller parameters.")
+    below = Fraction(value) < exact if isinstance(exact, Fraction) else mpmath.mpf(value) < exact
+    return math.nextafter(value, math.inf) if below else value
+
+
+def divide_up(numerator: Any, denominator: Any, *, multiplier: int = 1) -> Any:
+    """``multiplier * numerator / denominator`` rounded up to a float64.
+
+    Concrete inputs give a Python float that is an upper bound on the exact
+    quotient, so a noise scale is never smaller than the one the privacy
+    proof asks for. If either is a JAX tracer (for example a vmapped epsilon
+    that was validated beforehand) the result is plain float64 arithmetic,
+    correct to about an ulp.
+    """
+    if is_tracer(numerator) or is_tracer(denominator):
+        return (multiplier * jnp.asarray(numerator, jnp.float64)) / jnp.asarray(denominator, jnp.float64)
+    return float_up(Fraction(multiplier) * Fraction(numerator) / Fraction(denominator))
+
+
+def check_bool(name: str, value: Any) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {value!r} of type {type(value).__name__}.")
+    return bool(value)
+
+
+def check_choice(name: str, value: Any, choices: tuple[str, ...]) -> str:
+    if not isinstance(value, str) or value not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(repr(c) for c in choices)}; got {value!r}.")
+    return value
+
+
+def check_value(value: Any, name: str = "value") -> jax.Array:
+    """A real scalar or array with no NaN or inf, returned as a float64 JAX array.
+
+    Tracers are cast to float64 without value checks.
+    """
+    if is_tracer(value):
+        if not (jnp.issubdtype(value.dtype, jnp.floating) or jnp.issubdtype(value.dtype, jnp.integer)
+                or value.dtype == jnp.bool_):
+            raise TypeError(f"{name} must hold real numbers, got dtype {value.dtype}.")
+        return value.astype(jnp.float64)
+    if isinstance(value, (str, bytes)):
+        raise TypeError(f"{name} must be a real number or array of real numbers, got {value!r}.")
+    if isinstance(value, jax.Array) and jnp.issubdtype(value.dtype, jnp.floating):
+        value = value.astype(jnp.float64)  # e.g. bfloat16, which NumPy does not see as a number
+    try:
+        arr = np.asarray(value)
+    except (TypeError, ValueError) as err:  # ragged lists and the like
+        raise TypeError(f"{name} must be an array-like of real numbers, got {type(value).__name__}: {err}") from None
+    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == np.bool_):
+        raise TypeError(f"{name} must hold real numbers, got dtype {arr.dtype}. Convert it, e.g. "
+                        f"np.asarray({name}, dtype=np.float64).")
+    if np.iscomplexobj(arr):
+        raise TypeError(f"{name} must be real-valued, got complex dtype {arr.dtype}.")
+    if np.issubdtype(arr.dtype, np.floating):
+        bad = ~np.isfinite(arr)
+        if bad.any():
+            where = tuple(int(i) for i in np.argwhere(bad)[0])
+            raise ValueError(f"{name} contains {int(bad.sum())} non-finite value(s) (NaN or inf), the first at "
+                             f"index {where}: {arr[where]!r}. Remove or impute them before release.")
+    return jnp.asarray(arr, dtype=jnp.float64)
+
+
+def check_scores(scores: Any, name: str = "scores") -> jax.Array:
+    """A non-empty 1-D real vector ``[num_candidates]`` as float64 (see :func:`check_value`)."""
+    shape = np.shape(scores)
+    if len(shape) != 1:
+        hint = (" For a batch of score vectors use jax.vmap (or run_trials(..., batched_args=True))."
+                if len(shape) > 1 else "")
+        raise ValueError(f"{name} must be a 1-D array [num_candidates], got shape {tuple(shape)}.{hint}")
+    if shape[0] < 1:
+        raise ValueError(f"{name} must hold at least one candidate, got an empty array.")
+    return check_value(scores, name)
+
+
+def concrete(name: str, value: Any, where: str) -> None:
+    """Raises a TypeError if ``value`` is a tracer; for parameters calibrated in Python."""
+    if is_tracer(value):
+        raise TypeError(f"{where} computes its noise scale in Python, exactly or in high precision, and needs a "
+                        f"concrete {name}, got a JAX tracer. Vmap over keys and data only.")
