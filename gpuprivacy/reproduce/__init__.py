@@ -1,0 +1,12 @@
+"""Reproductions of published experiments: ``reproduce(name, quick=..., out_dir=...)``.
+
+Each study writes a folder with ``report.md``, raw numbers (JSON and CSV),
+PNG plots and ``metadata.json``. Plots need matplotlib
+(``pip install gpuprivacy[plots]``), imported only when a study runs.
+"""
+
+from gpuprivacy.reproduce._registry import StudyInfo as StudyInfo
+from gpuprivacy.reproduce._registry import list_studies as list_studies
+from gpuprivacy.reproduce._registry import register_study as register_study
+from gpuprivacy.reproduce._registry import reproduce as reproduce
+from gpuprivacy.reproduce._rnm_bikes import rnm_bikes_config as rnm_bikes_config  # registers "rnm-bikes"

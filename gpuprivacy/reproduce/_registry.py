@@ -1,0 +1,128 @@
+"""A registry of reproduction studies and :func:`reproduce`, which runs them."""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import re
+import time
+from typing import Callable, NamedTuple
+
+from gpuprivacy.reproduce._plots import require_matplotlib
+from gpuprivacy.sweeps import environment_info
+from gpuprivacy.sweeps._provenance import utc_timestamp
+
+StudyFn = Callable[..., dict]
+"""``fn(study_dir: pathlib.Path, *, quick: bool, progress: bool) -> dict``.
+
+Writes ``report.md``, raw numbers (JSON, CSV) and PNG plots into
+``study_dir`` (which exists) and returns a JSON-ready dict of what was run
+(at least ``seed`` and ``parameters``); :func:`reproduce` adds provenance and
+wall time and writes it as ``metadata.json``.
+"""
+
+_NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+
+
+class StudyInfo(NamedTuple):
+    """A registered study: ``name`` (folder and CLI name) and a one-line ``description``."""
+
+    name: str
+    description: str
+
+
+class _Study(NamedTuple):
+    fn: StudyFn
+    description: str
+
+
+_STUDIES: dict[str, _Study] = {}
+
+
+def register_study(name: str, fn: StudyFn, description: str, *, replace: bool = False) -> None:
+    """Registers a reproduction study under ``name``.
+
+    Args:
+      name: lowercase letters, digits and dashes (it names the output folder);
+        ``"all"`` is reserved.
+      fn: ``fn(study_dir, *, quick, progress) -> dict`` (see :data:`StudyFn`).
+      description: one line for :func:`list_studies`.
+      replace: allow replacing an existing registration.
+    """
+    if not isinstance(name, str) or not _NAME.match(name) or name == "all":
+        raise ValueError(f"study name must match {_NAME.pattern} and not be 'all', got {name!r}.")
+    if not callable(fn):
+        raise TypeError(f"fn for study {name!r} must be callable, got {type(fn).__name__}.")
+    if name in _STUDIES and not replace:
+        raise ValueError(f"a study named {name!r} is already registered. Pick another name or pass replace=True.")
+    _STUDIES[name] = _Study(fn, str(description))
+
+
+def list_studies() -> list[StudyInfo]:
+    """The registered studies, sorted by name."""
+    return [StudyInfo(name, _STUDIES[name].description) for name in sorted(_STUDIES)]
+
+
+def reproduce(name_or_all: str, *, quick: bool, out_dir: str | os.PathLike,
+              progress: bool = True) -> list[pathlib.Path]:
+    """Runs one registered study (or ``"all"``), each into ``out_dir/<name>/``.
+
+    Each folder receives ``report.md`` (what was run, parameters, results
+    tables, the plots, and where and why the numbers differ from the
+    paper), raw numbers as JSON and CSV, PNG plots, and ``metadata.json``
+    (seed, git SHA, versions, device, wall time). Sweep-based studies also
+    keep their JSON-lines sweep rows, so re-running into the same folder
+    resumes an interrupted run; delete the folder for a fresh one.
+
+    Args:
+      name_or_all: a name from :func:`list_studies`, or ``"all"``.
+      quick: a reduced run (fewer trials and grid points) for smoke tests;
+        the report says so.
+      out_dir: parent folder; created if missing.
+      progress: show progress bars on stderr (when it is a terminal).
+
+    Returns:
+      The study folders, in the order run.
+
+    Raises:
+      ValueError: for an unknown study name.
+      ImportError: if matplotlib is missing (``pip install gpuprivacy[plots]``).
+
+    Examples:
+      >>> [s.name for s in list_studies()][:1]
+      ['rnm-bikes']
+    """
+    if not isinstance(quick, bool):
+        raise TypeError(f"quick must be True or False, got {quick!r}.")
+    if name_or_all == "all":
+        names = sorted(_STUDIES)
+    elif name_or_all in _STUDIES:
+        names = [name_or_all]
+    else:
+        known = ", ".join(sorted(_STUDIES)) or "none"
+        raise ValueError(f"unknown study {name_or_all!r}. Known studies: {known}; or pass 'all'.")
+    require_matplotlib()  # fail before any computation
+    out_dir = pathlib.Path(out_dir)
+    folders = []
+    for name in names:
+        study_dir = out_dir / name
+        study_dir.mkdir(parents=True, exist_ok=True)
+        started = utc_timestamp()
+        t0 = time.perf_counter()
+        details = _STUDIES[name].fn(study_dir, quick=quick, progress=progress)
+        metadata = {
+            "study": name,
+            "description": _STUDIES[name].description,
+            "quick": quick,
+            **details,
+            **environment_info(),
+            "started_utc": started,
+            "finished_utc": utc_timestamp(),
+            "wall_s": time.perf_counter() - t0,
+            "files": sorted(p.name for p in study_dir.iterdir() if p.is_file() and p.name != "metadata.json")
+                     + ["metadata.json"],
+        }
+        (study_dir / "metadata.json").write_text(json.dumps(metadata, indent=2, sort_keys=True) + "\n")
+        folders.append(study_dir)
+    return folders

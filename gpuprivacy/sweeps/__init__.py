@@ -1,0 +1,42 @@
+"""Parameter sweeps: a TOML grid in, one resumable JSON-lines row per cell out.
+
+Config format (TOML, or a dict of the same shape)::
+
+    name = "rnm-bikes"          # optional; default: the config file's stem
+    seed = 20240213             # required, 0 <= seed < 2**63
+    trials = 1000               # required, int >= 1 or a list of them (a grid axis)
+
+    [mechanism]                 # or several [[mechanism]] tables (their cells are united)
+    name = "report-noisy-max"   # a registered sweep mechanism, or a list of them
+    noise = ["laplace", "gumbel", "exponential"]
+    epsilon = [0.01, 0.1, 1.0]  # a list is always a grid axis
+    monotonic = false
+
+    [dataset]                   # or several [[dataset]] tables
+    name = "bikes-daily"
+    d = [90, 365]
+
+Built-in mechanisms: ``report-noisy-max`` (``epsilon`` required, ``noise`` =
+laplace | gumbel | exponential, default gumbel, ``monotonic`` default false).
+Built-in datasets: ``bikes-daily`` (``d`` in [1, 731], default 731;
+sensitivity 1/6946) and ``synthetic-uniform`` (``d``, ``seed`` default 0,
+``population`` default 1000; sensitivity 1/population). Add more with
+:func:`register_sweep_mechanism` and :func:`register_sweep_dataset`.
+"""
+
+from gpuprivacy.sweeps._builtins import report_noisy_max_cell as report_noisy_max_cell  # registers built-ins
+from gpuprivacy.sweeps._config import SweepCell as SweepCell
+from gpuprivacy.sweeps._config import SweepConfigError as SweepConfigError
+from gpuprivacy.sweeps._config import expand_sweep as expand_sweep
+from gpuprivacy.sweeps._provenance import environment_info as environment_info
+from gpuprivacy.sweeps._registry import REQUIRED as REQUIRED
+from gpuprivacy.sweeps._registry import SweepData as SweepData
+from gpuprivacy.sweeps._registry import SweepParameter as SweepParameter
+from gpuprivacy.sweeps._registry import list_sweep_datasets as list_sweep_datasets
+from gpuprivacy.sweeps._registry import list_sweep_mechanisms as list_sweep_mechanisms
+from gpuprivacy.sweeps._registry import register_sweep_dataset as register_sweep_dataset
+from gpuprivacy.sweeps._registry import register_sweep_mechanism as register_sweep_mechanism
+from gpuprivacy.sweeps._results import SweepResultsError as SweepResultsError
+from gpuprivacy.sweeps._run import SweepSummary as SweepSummary
+from gpuprivacy.sweeps._run import cell_key as cell_key
+from gpuprivacy.sweeps._run import run_sweep as run_sweep

@@ -1,0 +1,108 @@
+"""An append-only JSON-lines results file that survives being killed.
+
+Invariants:
+* A row is one line, written with a single ``os.write`` loop on an
+  ``O_APPEND`` descriptor and then ``fsync``-ed, so after a crash the file
+  holds whole rows plus at most one partial last line (no trailing newline).
+* Opening the file repairs that partial line by truncating it, under an
+  exclusive ``flock``, so two sweeps never write one file at once.
+* A complete line that is not valid JSON is never dropped silently: it is an
+  error telling the user to move the file aside.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+
+try:  # POSIX only; elsewhere the file is simply not locked.
+    import fcntl
+except ImportError:  # pragma: no cover
+    fcntl = None
+
+
+class SweepResultsError(RuntimeError):
+    """The results file cannot be used as it is; the message says why and what to do."""
+
+
+class ResultsFile:
+    """Opens (creating if needed), locks, repairs and reads a results file."""
+
+    def __init__(self, path: pathlib.Path):
+        self.path = path
+        self.rows: list[dict] = []
+        self.repaired_bytes = 0
+        self._fd: int | None = None
+
+    def __enter__(self) -> "ResultsFile":
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        created = not self.path.exists()
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        self._fd = fd
+        try:
+            if fcntl is not None:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    raise SweepResultsError(f"{self.path} is being written by another sweep (it is locked). "
+                                            "Wait for it to finish or pass another results_path.") from None
+            if created:
+                _fsync_dir(self.path.parent)
+            self._read_and_repair()
+        except BaseException:
+            os.close(fd)
+            self._fd = None
+            raise
+        return self
+
+    def _read_and_repair(self) -> None:
+        fd = self._fd
+        size = os.fstat(fd).st_size
+        data = os.pread(fd, size, 0) if size else b""
+        end = data.rfind(b"\n") + 1  # keep everything up to the last newline
+        if end < len(data):
+            # A partial last line from a killed writer: drop it before appending.
+            os.ftruncate(fd, end)
+            os.fsync(fd)
+            self.repaired_bytes = len(data) - end
+            data = data[:end]
+        for number, line in enumerate(data.split(b"\n")[:-1] if data else [], start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except ValueError:
+                row = None
+            if not isinstance(row, dict) or not isinstance(row.get("cell_id"), str):
+                raise SweepResultsError(
+                    f"{self.path}, line {number}, is not a sweep results row: {line[:80]!r}. The file may be "
+                    "damaged or not a gpuprivacy results file; move it aside or delete that line, then rerun.")
+            self.rows.append(row)
+
+    def append(self, row: dict) -> None:
+        line = (json.dumps(row, sort_keys=True, separators=(",", ":"), allow_nan=False) + "\n").encode("utf-8")
+        view = memoryview(line)
+        while view:
+            written = os.write(self._fd, view)
+            view = view[written:]
+        os.fsync(self._fd)
+        self.rows.append(row)
+
+    def __exit__(self, *exc) -> None:
+        if self._fd is not None:
+            os.close(self._fd)  # also releases the flock
+            self._fd = None
+
+
+def _fsync_dir(directory: pathlib.Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:  # pragma: no cover  (e.g. platforms without directory descriptors)
+        return
+    try:
+        os.fsync(fd)
+    except OSError:  # pragma: no cover
+        pass
+    finally:
+        os.close(fd)

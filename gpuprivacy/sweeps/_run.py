@@ -1,0 +1,169 @@
+"""run_sweep: compute every cell of a config once, streaming rows to a JSON-lines file."""
+
+from __future__ import annotations
+
+import math
+import os
+import pathlib
+import time
+from typing import Mapping, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from gpuprivacy._progress import Progress
+from gpuprivacy.sweeps import _registry
+from gpuprivacy.sweeps._config import SweepCell, canonical_json, expand_config
+from gpuprivacy.sweeps._provenance import environment_info, utc_timestamp
+from gpuprivacy.sweeps._results import ResultsFile, SweepResultsError
+
+SCHEMA_VERSION = 1
+
+
+class SweepSummary(NamedTuple):
+    """What :func:`run_sweep` did.
+
+    Attributes:
+      name: the sweep's name (config ``name`` or the file stem).
+      results_path: the JSON-lines file holding one row per cell.
+      rows: the rows of this config's cells, in grid order (computed now or
+        found in the file).
+      num_cells: number of cells in the grid.
+      num_computed: cells computed by this call.
+      num_skipped: cells already present in the file (resumed).
+      wall_s: wall-clock seconds of this call.
+    """
+
+    name: str
+    results_path: pathlib.Path
+    rows: list
+    num_cells: int
+    num_computed: int
+    num_skipped: int
+    wall_s: float
+
+
+def cell_key(seed: int, cell_id: str) -> jax.Array:
+    """The cell's typed key: ``fold_in`` of both 32-bit halves of the 64-bit cell id into ``key(seed)``.
+
+    It depends only on the seed and the cell's canonical parameters, never on
+    the position of the cell in the grid, so results are the same whatever
+    the order, the grid around the cell, or how often the sweep was resumed.
+    """
+    word = int(cell_id, 16)
+    key = jax.random.key(seed)
+    key = jax.random.fold_in(key, (word >> 32) & 0xFFFFFFFF)
+    return jax.random.fold_in(key, word & 0xFFFFFFFF)
+
+
+def _metrics(cell: SweepCell, raw) -> dict:
+    if not isinstance(raw, Mapping) or not raw:
+        raise TypeError(f"sweep mechanism {cell.mechanism!r} must return a non-empty dict of metrics, got "
+                        f"{type(raw).__name__}.")
+    out = {}
+    for name, value in raw.items():
+        value = float(np.asarray(value))  # raises for non-scalars
+        out[str(name)] = value if math.isfinite(value) else None  # JSON has no NaN/inf: stored as null
+    return out
+
+
+def run_sweep(config: str | os.PathLike | Mapping, *, results_path: str | os.PathLike | None = None,
+              progress: bool = True) -> SweepSummary:
+    """Runs every cell of a sweep config that is not yet in its results file.
+
+    The config (a TOML path or an equivalent dict; format in
+    :mod:`gpuprivacy.sweeps`) is parsed and every value checked before any
+    cell runs. Each finished cell appends one JSON line to ``results_path``
+    (flushed and fsync-ed) carrying the cell's canonical parameters, its
+    ``cell_id`` (SHA-256 of those parameters, seed included), the metrics,
+    and provenance: git SHA, versions, device kind, UTC timestamp.
+
+    Resuming: the file is read first; a partial last line left by a killed
+    run is truncated; cells whose ``cell_id`` is present are skipped. Each
+    cell's PRNG key is ``fold_in(key(seed), cell_id)``, so a sweep killed at
+    any moment and re-run ends with every cell exactly once and the same
+    numbers as an uninterrupted run. Rows of other configs in the same file
+    are kept and ignored.
+
+    Args:
+      config: path to a TOML file, or a dict with the same structure.
+      results_path: the JSON-lines file; default ``results/<config stem>.jsonl``
+        (``results/<name>.jsonl`` for a dict) relative to the working directory.
+      progress: show a progress bar on stderr (when it is a terminal).
+
+    Returns:
+      A :class:`SweepSummary`.
+
+    Raises:
+      SweepConfigError: (a ``ValueError``) the config is invalid; the message
+        names the key and the fix.
+      SweepResultsError: the results file is locked by another sweep, damaged, or
+        holds a row whose parameters do not match its cell id.
+    """
+    start = time.perf_counter()
+    plan = expand_config(config)
+    if results_path is None:
+        stem = pathlib.Path(config).stem if not isinstance(config, Mapping) else plan.name
+        results_path = pathlib.Path("results") / f"{stem}.jsonl"
+    results_path = pathlib.Path(results_path)
+    env = environment_info()
+    data_cache: dict[str, tuple[jax.Array, _registry.SweepData]] = {}
+    computed = 0
+    with ResultsFile(results_path) as results:
+        done = {row["cell_id"]: row for row in results.rows}
+        for cell in plan.cells:
+            row = done.get(cell.cell_id)
+            if row is not None and any(row.get(k) != v for k, v in cell.canonical().items()):
+                found = {k: row.get(k) for k in cell.canonical()}
+                raise SweepResultsError(
+                    f"{results_path}: the row with cell_id {cell.cell_id} has parameters {found}, but that id "
+                    f"belongs to {cell.canonical()}. The file was edited or written by an incompatible version; "
+                    "move it aside or pass another results_path.")
+        todo = [cell for cell in plan.cells if cell.cell_id not in done]
+        with Progress(len(todo), label=f"sweep {plan.name}", enabled=progress) as bar:
+            for cell in todo:
+                data_id = canonical_json([cell.dataset, cell.dataset_params])
+                if data_id not in data_cache:
+                    data = _load_data(cell)
+                    data_cache[data_id] = (jnp.asarray(data.queries), data)
+                queries, data = data_cache[data_id]
+                params = dict(cell.mechanism_params, sensitivity=data.sensitivity, query_max=data.query_max)
+                entry = _registry.get_mechanism(cell.mechanism)
+                t0 = time.perf_counter()
+                metrics = _metrics(cell,
+                                   entry.fn(cell_key(cell.seed, cell.cell_id), queries, params, cell.num_trials))
+                row = {
+                    "schema": SCHEMA_VERSION,
+                    "cell_id": cell.cell_id,
+                    "sweep": plan.name,
+                    **cell.canonical(),
+                    "num_queries": int(data.queries.shape[0]),
+                    "sensitivity": data.sensitivity,
+                    "query_max": data.query_max,
+                    "metrics": metrics,
+                    "cell_wall_s": time.perf_counter() - t0,
+                    "timestamp": utc_timestamp(),
+                    **env,
+                }
+                results.append(row)
+                done[cell.cell_id] = row
+                computed += 1
+                bar.update(1)
+    rows = [done[cell.cell_id] for cell in plan.cells]
+    return SweepSummary(name=plan.name, results_path=results_path, rows=rows, num_cells=len(plan.cells),
+                        num_computed=computed, num_skipped=len(plan.cells) - computed,
+                        wall_s=time.perf_counter() - start)
+
+
+def _load_data(cell: SweepCell) -> _registry.SweepData:
+    entry = _registry.get_dataset(cell.dataset)
+    data = entry.fn(dict(cell.dataset_params))
+    if not isinstance(data, _registry.SweepData):
+        raise TypeError(f"sweep dataset {cell.dataset!r} must return a SweepData, got {type(data).__name__}.")
+    queries = np.asarray(data.queries, dtype=np.float64)
+    if queries.ndim != 1 or queries.shape[0] < 1 or not np.isfinite(queries).all():
+        raise ValueError(f"sweep dataset {cell.dataset!r} returned queries of shape {queries.shape} (need a "
+                         "non-empty 1-D vector of finite floats).")
+    return _registry.SweepData(queries, float(data.sensitivity), float(data.query_max))
+
