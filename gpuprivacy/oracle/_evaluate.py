@@ -177,7 +177,12 @@ class _ChunkRunner:
             self.table = self.put_replicated(comb.binomial_table(family.n, family.depth))
             self.offsets = self.put_replicated(np.asarray(comb.level_offsets(family.n, family.depth), np.int64))
             self.rank_device = self.put_replicated(rank)
-        self.kernel = _compiled_kernel(oracle_fn, kind, family.n, family.capacity, family.depth, step, mesh)
+        # Many removed rows: slot positions are cheaper to find on the host (a mask
+        # and a boolean compaction in NumPy) than on the device, so such families
+        # reach the kernel in kept form.
+        self.compact_on_host = kind == "removed" and family.removed_width > _COMPARE_ALL_WIDTH
+        kernel_kind = "kept" if self.compact_on_host else kind
+        self.kernel = _compiled_kernel(oracle_fn, kernel_kind, family.n, family.capacity, family.depth, step, mesh)
 
     def __call__(self, start: int):
         family, step = self.family, self.step
@@ -189,12 +194,31 @@ class _ChunkRunner:
         # Materialised forms: map to canonical positions and sort on the host
         # (NumPy's sort is several times faster than XLA's on CPU).
         rows = np.arange(start, start + step).clip(max=stop - 1)  # pad the last chunk by repetition
+        if self.compact_on_host:
+            return self.kernel(self.sorted_data, self.put_sharded(_kept_positions(
+                self.rank[family.removed[rows]], self.n, family.capacity)))
         if family.kind == "removed":
             positions = self.rank[family.removed[rows]]
         else:
             positions = np.where(family.kept_valid[rows], self.rank[family.kept[rows]], self.n).astype(np.int32)
         positions.sort(axis=1)
         return self.kernel(self.sorted_data, self.put_sharded(positions))
+
+
+def _kept_positions(removed_positions, n, capacity):
+    """Ascending kept canonical positions ``int32[B, capacity]`` (sentinel n pads) from removed ones."""
+    batch = removed_positions.shape[0]
+    keep = np.ones((batch, n + 1), dtype=bool)
+    keep[np.arange(batch)[:, None], removed_positions] = False  # the sentinel column n absorbs padding
+    keep = keep[:, :n]
+    sizes = keep.sum(axis=1)
+    if (sizes == capacity).all():
+        return np.broadcast_to(np.arange(n, dtype=np.int32), keep.shape)[keep].reshape(batch, capacity)
+    out = np.full((batch, capacity), n, dtype=np.int32)
+    rows, cols = np.nonzero(keep)
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    out[rows, np.arange(rows.size) - np.repeat(starts, sizes)] = cols
+    return out
 
 
 def _global_array(value, sharding):

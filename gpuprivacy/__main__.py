@@ -1,0 +1,5 @@
+import sys
+
+from gpuprivacy.cli import main
+
+sys.exit(main())

@@ -1,0 +1,15 @@
+"""Privacy auditing: empirical lower bounds on epsilon, checked against every mechanism's claim."""
+
+from gpuprivacy.audit import _classic  # noqa: F401  (registers the classic mechanisms)
+from gpuprivacy.audit._confidence import clopper_pearson as clopper_pearson
+from gpuprivacy.audit._core import AuditableMechanism as AuditableMechanism
+from gpuprivacy.audit._core import AuditResult as AuditResult
+from gpuprivacy.audit._core import audit as audit
+from gpuprivacy.audit._core import claimed_epsilon_at as claimed_epsilon_at
+from gpuprivacy.audit._registry import default_params as default_params
+from gpuprivacy.audit._registry import get as get
+from gpuprivacy.audit._registry import register as register
+from gpuprivacy.audit._registry import registered as registered
+from gpuprivacy.audit._registry import unregister as unregister
+from gpuprivacy.audit._search import NeighbourSearchResult as NeighbourSearchResult
+from gpuprivacy.audit._search import search_neighbours as search_neighbours

@@ -1,0 +1,154 @@
+"""Auditor entries for the classic mechanisms (issue 2's ``gpuprivacy.mechanisms``).
+
+For these mechanisms a "dataset" is the vector of exact query answers, and
+neighbouring datasets are answer vectors that differ by at most the
+sensitivity in every coordinate (the standard abstraction of Dwork & Roth
+2014, Sec. 3.3). Worst-case pairs:
+
+* additive noise: a shift by exactly the sensitivity (Laplace: every output
+  event has ratio at most e^epsilon, attained by the tail events);
+* selection: one candidate up by Delta and all others down by Delta, with
+  many candidates, which pushes the exponential mechanism's ratio towards
+  e^epsilon;
+* AboveThreshold / sparse vector: all queries at the threshold on one side
+  and shifted by Delta on the other (Lyu, Su & Li 2017, Sec. 3).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from gpuprivacy import mechanisms
+from gpuprivacy.audit._core import AuditableMechanism
+from gpuprivacy.audit._registry import register
+
+
+def _vmapped_sampler(release_fn):
+    """``sample(key, x, n)`` = values of ``release_fn(key_i, x)`` for n split keys, jitted per (x shape, n)."""
+    @functools.partial(jax.jit, static_argnums=2)
+    def run(key, x, num_samples):
+        return jax.vmap(lambda k: release_fn(k, x))(jax.random.split(key, num_samples))
+
+    return lambda key, x, num_samples: run(key, jnp.asarray(x, jnp.float64), int(num_samples))
+
+
+def _shift_neighbour(sensitivity):
+    def neighbour(key, x):
+        x = np.asarray(x, dtype=np.float64)
+        return x + np.asarray(jax.random.uniform(key, x.shape, minval=-sensitivity, maxval=sensitivity))
+    return neighbour
+
+
+def _random_scores(size, spread=3.0):
+    return lambda key: np.asarray(jax.random.uniform(key, (size,), minval=0.0, maxval=spread))
+
+
+def laplace_entry(epsilon=1.0, sensitivity=1.0, secure=False):
+    sample = _vmapped_sampler(lambda k, x: mechanisms.laplace_mechanism(
+        k, x[0], epsilon=epsilon, sensitivity=sensitivity, secure=secure).value)
+    return AuditableMechanism(
+        name="laplace-secure" if secure else "laplace", sample=sample,
+        claim=mechanisms.laplace_mechanism_guarantee(epsilon=epsilon, sensitivity=sensitivity, secure=secure),
+        output_kind="real", worst_case_pairs=((np.array([0.0]), np.array([sensitivity])),),
+        random_dataset=_random_scores(1), random_neighbour=_shift_neighbour(sensitivity),
+        audits=("laplace_mechanism",), description="Laplace mechanism on a scalar query")
+
+
+def gaussian_entry(epsilon=1.0, delta=1e-5, sensitivity=1.0, calibration="analytic"):
+    sample = _vmapped_sampler(lambda k, x: mechanisms.gaussian_mechanism(
+        k, x[0], epsilon=epsilon, delta=delta, sensitivity=sensitivity, calibration=calibration).value)
+    return AuditableMechanism(
+        name=f"gaussian-{calibration}", sample=sample,
+        claim=mechanisms.gaussian_mechanism_guarantee(epsilon=epsilon, delta=delta, sensitivity=sensitivity,
+                                                      calibration=calibration),
+        output_kind="real", worst_case_pairs=((np.array([0.0]), np.array([sensitivity])),),
+        random_dataset=_random_scores(1), random_neighbour=_shift_neighbour(sensitivity),
+        audits=("gaussian_mechanism",), description="Gaussian mechanism (approximate DP)")
+
+
+def gaussian_zcdp_entry(rho=0.5, sensitivity=1.0):
+    sample = _vmapped_sampler(lambda k, x: mechanisms.gaussian_mechanism_zcdp(
+        k, x[0], rho=rho, sensitivity=sensitivity).value)
+    return AuditableMechanism(
+        name="gaussian-zcdp", sample=sample,
+        claim=mechanisms.gaussian_mechanism_zcdp_guarantee(rho=rho, sensitivity=sensitivity),
+        output_kind="real", worst_case_pairs=((np.array([0.0]), np.array([sensitivity])),),
+        random_dataset=_random_scores(1), random_neighbour=_shift_neighbour(sensitivity),
+        audits=("gaussian_mechanism_zcdp",), description="Gaussian mechanism calibrated to rho-zCDP")
+
+
+def _selection_pairs(num_candidates, sensitivity):
+    x = np.zeros(num_candidates)
+    x[0] = sensitivity
+    x_prime = np.full(num_candidates, sensitivity)
+    x_prime[0] = 0.0
+    return ((x, x_prime), (np.zeros(num_candidates), np.eye(num_candidates)[0] * sensitivity))
+
+
+def selection_entry(noise="gumbel", epsilon=1.0, sensitivity=1.0, num_candidates=10, literal_pf=False):
+    if literal_pf:
+        release = lambda k, x: mechanisms.permute_and_flip(k, x, epsilon=epsilon, sensitivity=sensitivity).value
+        claim = mechanisms.permute_and_flip_guarantee(epsilon=epsilon, sensitivity=sensitivity)
+        name, audits = "permute-and-flip", ("permute_and_flip",)
+    elif noise == "em":
+        release = lambda k, x: mechanisms.exponential_mechanism(k, x, epsilon=epsilon, sensitivity=sensitivity).value
+        claim = mechanisms.exponential_mechanism_guarantee(epsilon=epsilon, sensitivity=sensitivity)
+        name, audits = "exponential-mechanism", ("exponential_mechanism",)
+    else:
+        release = lambda k, x: mechanisms.report_noisy_max(k, x, epsilon=epsilon, sensitivity=sensitivity,
+                                                           noise=noise).value
+        claim = mechanisms.report_noisy_max_guarantee(epsilon=epsilon, sensitivity=sensitivity, noise=noise)
+        name, audits = f"report-noisy-max-{noise}", ("report_noisy_max",)
+    return AuditableMechanism(
+        name=name, sample=_vmapped_sampler(release), claim=claim, output_kind="discrete",
+        worst_case_pairs=_selection_pairs(num_candidates, sensitivity),
+        random_dataset=_random_scores(num_candidates), random_neighbour=_shift_neighbour(sensitivity),
+        output_range_size=num_candidates, audits=audits, description=f"private selection ({name})")
+
+
+def _threshold_pairs(num_queries, threshold, sensitivity):
+    at = np.full(num_queries, threshold)
+    return ((at, at - sensitivity), (at - sensitivity, at),
+            (np.r_[at[:-1] - sensitivity, threshold], np.r_[at[:-1], threshold - sensitivity]))
+
+
+def above_threshold_entry(epsilon=1.0, sensitivity=1.0, threshold=0.0, num_queries=5):
+    release = lambda k, x: mechanisms.above_threshold(k, x, threshold=threshold, epsilon=epsilon,
+                                                      sensitivity=sensitivity).value
+    return AuditableMechanism(
+        name="above-threshold", sample=_vmapped_sampler(release),
+        claim=mechanisms.above_threshold_guarantee(epsilon=epsilon, sensitivity=sensitivity),
+        output_kind="discrete", worst_case_pairs=_threshold_pairs(num_queries, threshold, sensitivity),
+        random_dataset=lambda key: np.asarray(jax.random.uniform(key, (num_queries,), minval=-2.0, maxval=2.0)),
+        random_neighbour=_shift_neighbour(sensitivity), output_range_size=num_queries + 1,
+        audits=("above_threshold",), description="Laplace AboveThreshold (Lyu-Su-Li Alg. 1, c = 1)")
+
+
+def sparse_vector_entry(epsilon=1.0, sensitivity=1.0, threshold=0.0, num_queries=5, max_positives=2):
+    release = lambda k, x: mechanisms.sparse_vector(k, x, threshold=threshold, epsilon=epsilon,
+                                                    max_positives=max_positives, sensitivity=sensitivity).value
+    return AuditableMechanism(
+        name="sparse-vector", sample=_vmapped_sampler(release),
+        claim=mechanisms.sparse_vector_guarantee(epsilon=epsilon, sensitivity=sensitivity,
+                                                 max_positives=max_positives),
+        output_kind="discrete", worst_case_pairs=_threshold_pairs(num_queries, threshold, sensitivity),
+        random_dataset=lambda key: np.asarray(jax.random.uniform(key, (num_queries,), minval=-2.0, maxval=2.0)),
+        random_neighbour=_shift_neighbour(sensitivity), output_range_size=2**num_queries,
+        audits=("sparse_vector",), description="Laplace sparse vector (Lyu-Su-Li Alg. 1)")
+
+
+register("laplace", laplace_entry, epsilon=1.0)
+register("laplace-secure", functools.partial(laplace_entry, secure=True), epsilon=1.0)
+register("gaussian-analytic", gaussian_entry, epsilon=1.0, delta=1e-3)
+register("gaussian-classic", functools.partial(gaussian_entry, calibration="classic"), epsilon=0.9, delta=1e-3)
+register("gaussian-zcdp", gaussian_zcdp_entry, rho=0.5)
+register("exponential-mechanism", functools.partial(selection_entry, noise="em"), epsilon=1.0)
+for _noise in mechanisms.NOISE_NAMES:
+    register(f"report-noisy-max-{_noise}", functools.partial(selection_entry, noise=_noise), epsilon=1.0)
+register("permute-and-flip", functools.partial(selection_entry, literal_pf=True), epsilon=1.0)
+register("above-threshold", above_threshold_entry, epsilon=1.0)
+register("sparse-vector", sparse_vector_entry, epsilon=1.0)

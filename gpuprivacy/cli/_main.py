@@ -1,0 +1,253 @@
+"""Command line interface: ``gpuprivacy info|estimate|sweep|reproduce``.
+
+The CLI parses arguments and calls public functions, nothing more (STYLE
+rule 25). Errors in the input go to stderr with a non-zero exit code (2);
+``--json`` prints exactly one JSON object on stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import platform
+import sys
+from pathlib import Path
+
+EXIT_BAD_INPUT = 2
+
+
+class CliError(Exception):
+    """A user error reported on stderr without a traceback."""
+
+
+def _positive_float(name):
+    def parse(text):
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be a number, got {text!r}") from None
+        if not math.isfinite(value) or value <= 0:
+            raise argparse.ArgumentTypeError(f"{name} must be finite and > 0, got {text!r}")
+        return value
+    return parse
+
+
+def _delta(text):
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--delta must be a number, got {text!r}") from None
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"--delta must lie in (0, 1), got {text!r}; e.g. --delta 1e-6")
+    return value
+
+
+def _param(text):
+    if "=" not in text:
+        raise argparse.ArgumentTypeError(f"--param takes NAME=VALUE, got {text!r}")
+    name, value = text.split("=", 1)
+    try:
+        parsed = int(value)
+    except ValueError:
+        try:
+            parsed = float(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"--param {name} must be a number, got {value!r}") from None
+    return name.strip(), parsed
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from gpuprivacy.cli._estimators import ESTIMATORS
+    from gpuprivacy.oracle import ORACLES
+
+    parser = argparse.ArgumentParser(prog="gpuprivacy", description="Differential privacy over black-box "
+                                     "functions, batched on accelerators.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    info = sub.add_parser("info", help="devices, versions and float64 status")
+    info.add_argument("--json", action="store_true", help="print one JSON object")
+
+    est = sub.add_parser("estimate", help="release one statistic of a CSV column")
+    est.add_argument("--data", required=True, type=Path, help="CSV file with a header row")
+    est.add_argument("--column", required=True, help="column name")
+    est.add_argument("--statistic", required=True, choices=sorted(ORACLES), help="library oracle")
+    est.add_argument("--param", action="append", type=_param, default=[], metavar="NAME=VALUE",
+                     help="statistic parameter, e.g. --param q=0.9 (repeatable)")
+    est.add_argument("--mechanism", required=True, choices=sorted(ESTIMATORS),
+                     help="; ".join(f"{e.name}: {e.help}" for e in ESTIMATORS.values()))
+    est.add_argument("--epsilon", required=True, type=_positive_float("--epsilon"))
+    est.add_argument("--delta", type=_delta)
+    est.add_argument("--sensitivity", type=_positive_float("--sensitivity"))
+    est.add_argument("--secure", action="store_true", help="floating-point-safe noise on a 2^-k grid")
+    est.add_argument("--seed", type=int, help="PRNG seed (default: fresh OS entropy, printed in --json)")
+    est.add_argument("--json", action="store_true", help="print one JSON object")
+
+    sweep = sub.add_parser("sweep", help="run a declarative TOML grid, resumably")
+    sweep.add_argument("config", type=Path)
+    sweep.add_argument("--results", type=Path, help="JSON-lines results file (default results/<config>.jsonl)")
+    sweep.add_argument("--no-progress", action="store_true")
+    sweep.add_argument("--json", action="store_true", help="print a JSON summary")
+
+    rep = sub.add_parser("reproduce", help="run a bundled study and write a report folder")
+    rep.add_argument("name", nargs="?", default="all", help="study name or 'all' (see --list)")
+    rep.add_argument("--quick", action="store_true", help="small version for smoke tests (< 1 min each)")
+    rep.add_argument("--out", type=Path, default=Path("results/reproduce"), help="output folder")
+    rep.add_argument("--list", action="store_true", help="list the studies and exit")
+    rep.add_argument("--no-progress", action="store_true")
+    rep.add_argument("--json", action="store_true", help="print a JSON summary")
+    for extension in _EXTENSIONS:
+        extension(sub)
+    return parser
+
+
+# Later issues add subcommands (bound, audit, ...) here: fn(subparsers) registering a parser whose
+# ``handler`` default is set with parser.set_defaults(handler=...).
+_EXTENSIONS: list = []
+
+
+def register_subcommand(add_parser) -> None:
+    _EXTENSIONS.append(add_parser)
+
+
+def _register_builtin_subcommands() -> None:
+    from gpuprivacy.cli._audit import add_audit_parser
+
+    register_subcommand(add_audit_parser)
+
+
+_register_builtin_subcommands()
+
+
+def _emit(args, payload: dict, text: str) -> None:
+    if getattr(args, "json", False):
+        json.dump(payload, sys.stdout, default=_json_default)
+        sys.stdout.write("\n")
+    else:
+        print(text)
+
+
+def _json_default(value):
+    if isinstance(value, Path):
+        return str(value)
+    try:
+        import numpy as np
+
+        if isinstance(value, np.generic):
+            return value.item()
+        if isinstance(value, np.ndarray):
+            return value.tolist()
+    except ImportError:  # pragma: no cover
+        pass
+    raise TypeError(f"not JSON serialisable: {value!r}")
+
+
+def cmd_info(args) -> None:
+    import jax
+    import jaxlib
+    import mpmath
+    import numpy
+    import optax
+
+    import gpuprivacy
+
+    devices = [{"id": d.id, "platform": d.platform, "kind": getattr(d, "device_kind", "")} for d in jax.devices()]
+    payload = {"gpuprivacy": gpuprivacy.__version__, "python": platform.python_version(), "jax": jax.__version__,
+               "jaxlib": jaxlib.__version__, "numpy": numpy.__version__, "mpmath": mpmath.__version__,
+               "optax": optax.__version__, "x64_enabled": bool(jax.config.read("jax_enable_x64")),
+               "default_backend": jax.default_backend(), "process_count": jax.process_count(),
+               "devices": devices}
+    lines = [f"gpuprivacy {payload['gpuprivacy']}  (python {payload['python']})",
+             f"jax {payload['jax']}  jaxlib {payload['jaxlib']}  numpy {payload['numpy']}  "
+             f"mpmath {payload['mpmath']}  optax {payload['optax']}",
+             f"float64 (jax_enable_x64): {'on' if payload['x64_enabled'] else 'OFF'}",
+             f"backend: {payload['default_backend']}  processes: {payload['process_count']}",
+             "devices: " + ", ".join(f"{d['platform']}:{d['id']} {d['kind']}".strip() for d in devices)]
+    _emit(args, payload, "\n".join(lines))
+
+
+def read_csv_column(path: Path, column: str):
+    import numpy as np
+
+    if not path.is_file():
+        raise CliError(f"--data {path}: no such file. Pass the path of a CSV file with a header row.")
+    with path.open(newline="") as handle:
+        reader = csv.reader(handle)
+        try:
+            header = next(reader)
+        except StopIteration:
+            raise CliError(f"--data {path}: the file is empty; it needs a header row and data rows.") from None
+        header = [h.strip() for h in header]
+        if column not in header:
+            raise CliError(f"--column {column!r} is not in {path}; its columns are {header}.")
+        j = header.index(column)
+        values = []
+        for line, row in enumerate(reader, start=2):
+            if not row:
+                continue
+            cell = row[j].strip() if j < len(row) else ""
+            try:
+                value = float(cell)
+            except ValueError:
+                raise CliError(f"{path}, line {line}, column {column!r}: {cell!r} is not a number. Clean the "
+                               "column first; gpuprivacy never drops rows silently.") from None
+            if not math.isfinite(value):
+                raise CliError(f"{path}, line {line}, column {column!r}: {cell!r} is not finite. Remove or impute "
+                               "it first; gpuprivacy never drops rows silently.")
+            values.append(value)
+    if not values:
+        raise CliError(f"--data {path}: column {column!r} has no data rows.")
+    return np.asarray(values, dtype=np.float64)
+
+
+def cmd_estimate(args) -> None:
+    from gpuprivacy.cli._estimators import ESTIMATORS, make_key
+    from gpuprivacy.oracle import oracle_by_name
+
+    data = read_csv_column(args.data, args.column)
+    oracle_fn = oracle_by_name(args.statistic, **dict(args.param))
+    key, seed = make_key(args.seed)
+    result = ESTIMATORS[args.mechanism].run(key, data, oracle_fn, args)
+    payload = {"mechanism": args.mechanism, "statistic": args.statistic, "params": dict(args.param),
+               "column": args.column, "epsilon": args.epsilon, "delta": args.delta,
+               "seed": seed, **result}
+    text = (f"{args.statistic}({args.column}) released by {args.mechanism}: {result['value']!r}\n"
+            f"guarantee: {result['guarantee']}  seed: {seed}")
+    _emit(args, payload, text)
+
+
+def cmd_sweep(args) -> None:
+    from gpuprivacy.sweeps import run_sweep
+
+    summary = run_sweep(args.config, results_path=args.results, progress=not args.no_progress)
+    payload = summary._asdict() if hasattr(summary, "_asdict") else dict(summary.__dict__)
+    _emit(args, payload, "\n".join(f"{k}: {v}" for k, v in payload.items()))
+
+
+def cmd_reproduce(args) -> None:
+    from gpuprivacy.reproduce import list_studies, reproduce
+
+    if args.list:
+        studies = list_studies()
+        _emit(args, {"studies": studies}, "\n".join(f"{s}" for s in studies))
+        return
+    folders = reproduce(args.name, quick=args.quick, out_dir=args.out, progress=not args.no_progress)
+    _emit(args, {"name": args.name, "quick": args.quick, "folders": [str(f) for f in folders]},
+          "\n".join(f"wrote {f}" for f in folders))
+
+
+HANDLERS = {"info": cmd_info, "estimate": cmd_estimate, "sweep": cmd_sweep, "reproduce": cmd_reproduce}
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler = getattr(args, "handler", None) or HANDLERS[args.command]
+    try:
+        handler(args)
+    except (CliError, ValueError, TypeError, FileNotFoundError, KeyError) as err:
+        message = err.args[0] if isinstance(err, KeyError) and err.args else str(err)
+        print(f"gpuprivacy {args.command}: error: {message}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    return 0
