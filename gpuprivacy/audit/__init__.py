@@ -3,6 +3,7 @@
 from gpuprivacy.audit import _classic  # noqa: F401  (registers the classic mechanisms)
 from gpuprivacy.audit._confidence import clopper_pearson as clopper_pearson
 from gpuprivacy.audit._core import AuditableMechanism as AuditableMechanism
+from gpuprivacy.audit._core import SAMPLES_PER_CALL as SAMPLES_PER_CALL
 from gpuprivacy.audit._core import AuditResult as AuditResult
 from gpuprivacy.audit._core import audit as audit
 from gpuprivacy.audit._core import claimed_epsilon_at as claimed_epsilon_at

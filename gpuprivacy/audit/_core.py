@@ -19,9 +19,10 @@ exceeds the claimed epsilon, the claim is violated.
   event is chosen on the first half of the samples and bounded on the
   second half (DP-Sniper style), so the reported bound is honest.
 
-Samples are drawn in chunks on the device with keys ``fold_in(key, chunk)``,
-so 10^7 samples per side never need to be resident at once (discrete
-outputs are reduced to counts chunk by chunk).
+Samples are drawn on the device in blocks of up to 2^16 with keys
+``fold_in(key, block)``, so 10^7 samples per side never need to be resident
+at once (discrete outputs are reduced to counts block by block) and results
+depend only on ``(key, num_samples)``.
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ from gpuprivacy.audit._confidence import clopper_pearson
 
 OUTPUT_KINDS = ("discrete", "real")
 _MAX_SPLIT_CANDIDATES = 16
+# Largest number of samples drawn per call to ``mechanism.sample``.
+SAMPLES_PER_CALL = 1 << 16
 _THRESHOLD_QUANTILES = 512
 # Confidence level used only to rank candidate events on the selection half.
 _SELECTION_ALPHA = 1e-3
@@ -149,31 +152,49 @@ def _default_delta(claim) -> float:
     return 1e-6
 
 
-def _draw(mechanism, key, dataset, num_samples, chunk_size, bar):
-    """Yields output chunks of ``mechanism.sample`` with keys fold_in(key, chunk)."""
-    done, chunk = 0, 0
+def _block_size(num_samples: int) -> int:
+    # Samples per device call: a power of two, at most SAMPLES_PER_CALL, so that
+    # each mechanism compiles for one shape per audit.
+    return min(SAMPLES_PER_CALL, max(1024, 1 << (int(num_samples) - 1).bit_length()))
+
+
+def _draw(mechanism, key, dataset, num_samples, bar):
+    """Yields output blocks of ``mechanism.sample``; block ``i`` uses ``fold_in(key, i)``.
+
+    Blocks have a fixed size (the last one is truncated), so the samples depend
+    only on ``(key, num_samples)``.
+    """
+    block = _block_size(num_samples)
+    done, index = 0, 0
     while done < num_samples:
-        size = min(chunk_size, num_samples - done)
-        out = np.asarray(mechanism.sample(jax.random.fold_in(key, chunk), dataset, size))
-        if out.shape[0] != size:
-            raise ValueError(f"{mechanism.name}.sample returned {out.shape[0]} outputs for num_samples={size}; it "
+        out = np.asarray(mechanism.sample(jax.random.fold_in(key, index), dataset, block))
+        if out.shape[0] != block:
+            raise ValueError(f"{mechanism.name}.sample returned {out.shape[0]} outputs for num_samples={block}; it "
                              "must return a leading axis of length num_samples.")
-        yield out
+        size = min(block, num_samples - done)
+        yield out[:size]
         done += size
-        chunk += 1
+        index += 1
         if bar is not None:
             bar.update(size)
 
 
 def _count_outputs(chunks, counts: dict, shape_holder: list):
     for out in chunks:
-        rows = out.reshape(out.shape[0], -1)
         if not shape_holder:
             shape_holder.append(out.shape[1:])
         elif shape_holder[0] != out.shape[1:]:
             raise ValueError(f"output shapes differ: {shape_holder[0]} vs {out.shape[1:]}.")
-        values, freq = np.unique(rows, axis=0, return_counts=True)
-        for value, f in zip(map(tuple, values.tolist()), freq.tolist()):
+        rows = out.reshape(out.shape[0], -1)
+        if rows.shape[1] == 1:
+            values, freq = np.unique(rows[:, 0], return_counts=True)
+            keys = [(v,) for v in values.tolist()]
+        else:
+            # One void scalar per row: a 1-D unique is far faster than unique(axis=0).
+            packed = np.ascontiguousarray(rows).view(np.dtype((np.void, rows.dtype.itemsize * rows.shape[1])))
+            values, index, freq = np.unique(packed[:, 0], return_index=True, return_counts=True)
+            keys = [tuple(rows[i].tolist()) for i in index]
+        for value, f in zip(keys, freq.tolist()):
             counts[value] = counts.get(value, 0) + f
 
 
@@ -205,7 +226,7 @@ def _best_event(p_counts, q_counts, n_p, n_q, alpha_each, delta):
 
 
 def audit(mechanism: AuditableMechanism, dataset, neighbour, *, claim=None, num_samples: int = 10**5,
-          confidence: float = 1 - 1e-6, delta: float | None = None, key=None, chunk_size: int = 10**5,
+          confidence: float = 1 - 1e-6, delta: float | None = None, key=None,
           progress: bool = False) -> AuditResult:
     """Audits a mechanism's privacy claim on one pair of neighbouring datasets.
 
@@ -218,7 +239,6 @@ def audit(mechanism: AuditableMechanism, dataset, neighbour, *, claim=None, num_
       delta: the delta of the comparison (default: 0 for pure DP, the claim's
         delta for approximate DP, 1e-6 for zCDP).
       key: PRNG key (default ``jax.random.key(0)``).
-      chunk_size: samples drawn per device call.
       progress: show a progress bar on stderr.
 
     Returns:
@@ -233,7 +253,6 @@ def audit(mechanism: AuditableMechanism, dataset, neighbour, *, claim=None, num_
         raise TypeError(f"mechanism must be an AuditableMechanism, got {type(mechanism).__name__}.")
     claim = check_guarantee(mechanism.claim if claim is None else claim)
     num_samples = check_int("num_samples", num_samples, minimum=1)
-    chunk_size = check_int("chunk_size", chunk_size, minimum=1)
     confidence = check_probability("confidence", confidence)
     delta = _default_delta(claim) if delta is None else check_nonnegative("delta", delta)
     key = jax.random.key(0) if key is None else check_key(key)
@@ -242,10 +261,10 @@ def audit(mechanism: AuditableMechanism, dataset, neighbour, *, claim=None, num_
     with Progress(2 * num_samples, f"audit {mechanism.name}", enabled=progress) as bar:
         if mechanism.output_kind == "discrete":
             found = _audit_discrete(mechanism, dataset, neighbour, key_p, key_q, num_samples, alpha, delta,
-                                    chunk_size, bar)
+                                    bar)
         else:
             found = _audit_real(mechanism, dataset, neighbour, key_p, key_q, num_samples, alpha, delta,
-                                chunk_size, bar)
+                                bar)
     epsilon_lower, event, direction, p_lower, q_upper = found
     claimed = claimed_epsilon_at(claim, delta)
     return AuditResult(mechanism=mechanism.name, epsilon_lower=max(0.0, epsilon_lower), delta=delta,
@@ -255,12 +274,12 @@ def audit(mechanism: AuditableMechanism, dataset, neighbour, *, claim=None, num_
                        output_kind=mechanism.output_kind)
 
 
-def _audit_discrete(mechanism, x, x_prime, key_p, key_q, num_samples, alpha, delta, chunk_size, bar):
+def _audit_discrete(mechanism, x, x_prime, key_p, key_q, num_samples, alpha, delta, bar):
     shape = []
     if mechanism.output_range_size is not None:
         counts_p, counts_q = {}, {}
-        _count_outputs(_draw(mechanism, key_p, x, num_samples, chunk_size, bar), counts_p, shape)
-        _count_outputs(_draw(mechanism, key_q, x_prime, num_samples, chunk_size, bar), counts_q, shape)
+        _count_outputs(_draw(mechanism, key_p, x, num_samples, bar), counts_p, shape)
+        _count_outputs(_draw(mechanism, key_q, x_prime, num_samples, bar), counts_q, shape)
         outputs = sorted(set(counts_p) | set(counts_q))
         if len(outputs) > mechanism.output_range_size:
             raise ValueError(f"{mechanism.name} produced {len(outputs)} distinct outputs but declares an output "
@@ -273,13 +292,13 @@ def _audit_discrete(mechanism, x, x_prime, key_p, key_q, num_samples, alpha, del
         if half < 1:
             raise ValueError("num_samples must be >= 2 for mechanisms without a declared output range.")
         select_p, select_q = {}, {}
-        _count_outputs(_draw(mechanism, key_p, x, half, chunk_size, bar), select_p, shape)
-        _count_outputs(_draw(mechanism, key_q, x_prime, half, chunk_size, bar), select_q, shape)
+        _count_outputs(_draw(mechanism, key_p, x, half, bar), select_p, shape)
+        _count_outputs(_draw(mechanism, key_q, x_prime, half, bar), select_q, shape)
         outputs = _top_candidates(select_p, select_q, half)
         counts_p, counts_q = {}, {}
         n_p = n_q = num_samples - half
-        _count_outputs(_draw(mechanism, jax.random.fold_in(key_p, 10**9), x, n_p, chunk_size, bar), counts_p, shape)
-        _count_outputs(_draw(mechanism, jax.random.fold_in(key_q, 10**9), x_prime, n_q, chunk_size, bar),
+        _count_outputs(_draw(mechanism, jax.random.fold_in(key_p, 10**9), x, n_p, bar), counts_p, shape)
+        _count_outputs(_draw(mechanism, jax.random.fold_in(key_q, 10**9), x_prime, n_q, bar),
                        counts_q, shape)
         alpha_each = alpha / (4 * max(len(outputs), 1))
     p = np.array([counts_p.get(o, 0) for o in outputs], dtype=np.int64)
@@ -310,11 +329,11 @@ def _top_candidates(counts_p, counts_q, n):
     return [outputs[i] for i in order]
 
 
-def _audit_real(mechanism, x, x_prime, key_p, key_q, num_samples, alpha, delta, chunk_size, bar):
+def _audit_real(mechanism, x, x_prime, key_p, key_q, num_samples, alpha, delta, bar):
     half = num_samples // 2
     if half < 1:
         raise ValueError("num_samples must be >= 2 for real-valued outputs (half selects the event).")
-    draw = lambda key, data, n: np.concatenate(list(_draw(mechanism, key, data, n, chunk_size, bar)))
+    draw = lambda key, data, n: np.concatenate(list(_draw(mechanism, key, data, n, bar)))
     sel_p, sel_q = draw(key_p, x, half), draw(key_q, x_prime, half)
     if sel_p.shape[1:] != sel_q.shape[1:]:
         raise ValueError(f"output shapes differ between the datasets: {sel_p.shape[1:]} vs {sel_q.shape[1:]}.")

@@ -14,6 +14,7 @@ from gpuprivacy.audit._core import AuditableMechanism
 
 _ENTRIES: dict[str, Callable[..., AuditableMechanism]] = {}
 _DEFAULTS: dict[str, dict] = {}
+_BUILT: dict[tuple, AuditableMechanism] = {}
 
 
 def register(name: str, factory: Callable[..., AuditableMechanism], **default_params) -> None:
@@ -32,6 +33,8 @@ def unregister(name: str) -> None:
     """Removes an entry (for tests that register temporary positive controls)."""
     _ENTRIES.pop(name, None)
     _DEFAULTS.pop(name, None)
+    for cache_key in [k for k in _BUILT if k[0] == name]:
+        del _BUILT[cache_key]
 
 
 def registered() -> list[str]:
@@ -45,7 +48,15 @@ def get(name: str, **params) -> AuditableMechanism:
         raise ValueError(f"no mechanism named {name!r} is registered with the auditor; choose one of "
                          f"{registered()}.")
     merged = {**_DEFAULTS[name], **params}
-    return _ENTRIES[name](**merged)
+    try:
+        cache_key = (name, tuple(sorted(merged.items())))
+        hash(cache_key)
+    except TypeError:  # unhashable parameters: build afresh
+        return _ENTRIES[name](**merged)
+    # Cached so that auditing the same entry again reuses its compiled sampler.
+    if cache_key not in _BUILT:
+        _BUILT[cache_key] = _ENTRIES[name](**merged)
+    return _BUILT[cache_key]
 
 
 def default_params(name: str) -> dict:
