@@ -215,7 +215,9 @@ def test_results_rows_carry_parameters_metrics_and_provenance(tmp_path):
                           "mean_selected_query"}
         assert 0 <= m["accuracy"] <= 1 and 0 <= m["prob_true_argmax"] <= 1 and m["accuracy_se"] >= 0
         if row["mechanism_params"]["epsilon"] == 1.0:  # noise scale 2.9e-4, below the top gaps (1e-3, 1.8e-2)
-            assert m["accuracy"] > 0.9995 and m["prob_true_argmax"] > 0.9
+            # P(miss the argmax) <= ~0.05 per trial at d = 90, so with 50 trials
+            # P(prob_true_argmax <= 0.6) = P(Bin(50, 0.05) >= 20) < 1e-6; misses cost <= 1e-3 each.
+            assert m["accuracy"] > 0.998 and m["prob_true_argmax"] > 0.6
         else:
             assert m["accuracy"] < 1.0
 
