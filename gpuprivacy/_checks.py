@@ -13,6 +13,7 @@ import numbers
 from typing import Any
 
 import jax
+import jax.numpy
 import numpy as np
 
 
@@ -107,34 +108,44 @@ def check_key(key: Any, name: str = "key") -> jax.Array:
                     f"and shape {key.shape}. Use jax.vmap for batching.")
 
 
-def check_data(data: Any, name: str = "data", *, min_rows: int = 1) -> np.ndarray:
-    """A real-valued array ``[n, ...]`` with n >= min_rows and no NaN or inf.
-
-    Returns a NumPy float64 (or original integer/bool) array. Data checks run
-    once, here, before any release (STYLE "errors vs totality").
-    """
-    if isinstance(data, jax.core.Tracer):
-        return data
+def check_real_array(value: Any, name: str) -> np.ndarray:
+    """A NumPy array of real numbers (or bools) with no NaN or inf; the value is not copied if it need not be."""
+    if isinstance(value, (str, bytes)):
+        raise TypeError(f"{name} must be a real number or array of real numbers, got {value!r}.")
+    if isinstance(value, jax.Array) and jax.numpy.issubdtype(value.dtype, jax.numpy.floating):
+        value = value.astype(jax.numpy.float64)  # e.g. bfloat16, which NumPy does not see as a number
     try:
-        arr = np.asarray(data)
-    except Exception as err:  # ragged lists and the like
-        raise TypeError(f"{name} must be an array-like of numbers, got {type(data).__name__}: {err}") from None
+        arr = np.asarray(value)
+    except (TypeError, ValueError) as err:  # ragged lists and the like
+        raise TypeError(f"{name} must be an array-like of real numbers, got {type(value).__name__}: {err}") from None
     if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == np.bool_):
         raise TypeError(f"{name} must hold real numbers, got dtype {arr.dtype}. Convert it, e.g. "
                         f"np.asarray({name}, dtype=np.float64).")
     if np.iscomplexobj(arr):
         raise TypeError(f"{name} must be real-valued, got complex dtype {arr.dtype}.")
+    if np.issubdtype(arr.dtype, np.floating):
+        bad = ~np.isfinite(arr)
+        if bad.any():
+            where = tuple(int(i) for i in np.argwhere(bad)[0])
+            raise ValueError(f"{name} contains {int(bad.sum())} non-finite value(s) (NaN or inf), the first at "
+                             f"index {where}: {arr[where]!r}. Remove or impute them before release; gpuprivacy "
+                             "never drops rows silently.")
+    return arr
+
+
+def check_data(data: Any, name: str = "data", *, min_rows: int = 1) -> np.ndarray:
+    """A real-valued array ``[n, ...]`` with n >= min_rows and no NaN or inf.
+
+    Returns a NumPy array (float, integer or bool as given). Data checks run
+    once, here, before any release (STYLE "errors vs totality").
+    """
+    if isinstance(data, jax.core.Tracer):
+        return data
+    arr = check_real_array(data, name)
     if arr.ndim == 0:
         raise ValueError(f"{name} must have a leading rows axis [n, ...], got a scalar {arr!r}.")
     if arr.shape[0] < min_rows:
         raise ValueError(f"{name} must have at least {min_rows} row(s), got shape {arr.shape}.")
-    if np.issubdtype(arr.dtype, np.floating):
-        bad = ~np.isfinite(arr)
-        if bad.any():
-            where = np.argwhere(bad)[0]
-            raise ValueError(f"{name} contains {int(bad.sum())} non-finite value(s) (NaN or inf), the first at "
-                             f"index {tuple(int(i) for i in where)}: {arr[tuple(where)]!r}. Remove or impute "
-                             "them before release; gpuprivacy never drops rows silently.")
     return arr
 
 

@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import mpmath
 import numpy as np
 
-from gpuprivacy._checks import is_tracer
+from gpuprivacy._checks import check_real_array, is_tracer
 
 # Kernels are total on data: NaN scores become -SCORE_BOUND and +-inf are
 # clamped to +-SCORE_BOUND. A quarter of the largest float64 keeps every
@@ -92,25 +92,7 @@ def check_value(value: Any, name: str = "value") -> jax.Array:
                 or value.dtype == jnp.bool_):
             raise TypeError(f"{name} must hold real numbers, got dtype {value.dtype}.")
         return value.astype(jnp.float64)
-    if isinstance(value, (str, bytes)):
-        raise TypeError(f"{name} must be a real number or array of real numbers, got {value!r}.")
-    if isinstance(value, jax.Array) and jnp.issubdtype(value.dtype, jnp.floating):
-        value = value.astype(jnp.float64)  # e.g. bfloat16, which NumPy does not see as a number
-    try:
-        arr = np.asarray(value)
-    except (TypeError, ValueError) as err:  # ragged lists and the like
-        raise TypeError(f"{name} must be an array-like of real numbers, got {type(value).__name__}: {err}") from None
-    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == np.bool_):
-        raise TypeError(f"{name} must hold real numbers, got dtype {arr.dtype}. Convert it, e.g. "
-                        f"np.asarray({name}, dtype=np.float64).")
-    if np.iscomplexobj(arr):
-        raise TypeError(f"{name} must be real-valued, got complex dtype {arr.dtype}.")
-    if np.issubdtype(arr.dtype, np.floating):
-        bad = ~np.isfinite(arr)
-        if bad.any():
-            where = tuple(int(i) for i in np.argwhere(bad)[0])
-            raise ValueError(f"{name} contains {int(bad.sum())} non-finite value(s) (NaN or inf), the first at "
-                             f"index {where}: {arr[where]!r}. Remove or impute them before release.")
+    arr = check_real_array(value, name)
     return jnp.asarray(arr, dtype=jnp.float64)
 
 
