@@ -115,6 +115,8 @@ def _register_builtin_subcommands() -> None:
     from gpuprivacy.cli._audit import add_audit_parser
 
     register_subcommand(add_audit_parser)
+    from gpuprivacy.cli._bound import add_bound_parser
+    register_subcommand(add_bound_parser)
 
 
 _register_builtin_subcommands()
