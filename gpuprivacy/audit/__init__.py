@@ -1,6 +1,7 @@
 """Privacy auditing: empirical lower bounds on epsilon, checked against every mechanism's claim."""
 
 from gpuprivacy.audit import _classic  # noqa: F401  (registers the classic mechanisms)
+from gpuprivacy.audit import _seed004  # noqa: F401  (registers the spec-004 Gaussian selection mechanisms)
 from gpuprivacy.audit._confidence import clopper_pearson as clopper_pearson
 from gpuprivacy.audit._core import AuditableMechanism as AuditableMechanism
 from gpuprivacy.audit._core import SAMPLES_PER_CALL as SAMPLES_PER_CALL

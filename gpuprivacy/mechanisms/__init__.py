@@ -37,3 +37,47 @@ from gpuprivacy.mechanisms._sparse_vector import above_threshold as above_thresh
 from gpuprivacy.mechanisms._sparse_vector import above_threshold_guarantee as above_threshold_guarantee
 from gpuprivacy.mechanisms._sparse_vector import sparse_vector as sparse_vector
 from gpuprivacy.mechanisms._sparse_vector import sparse_vector_guarantee as sparse_vector_guarantee
+from gpuprivacy.mechanisms._filters import DELTA_SCHEDULES as DELTA_SCHEDULES
+from gpuprivacy.mechanisms._filters import PaperModeWarning as PaperModeWarning
+from gpuprivacy.mechanisms._filters import SelfReportingFilterState as SelfReportingFilterState
+from gpuprivacy.mechanisms._filters import WhitehouseFilterState as WhitehouseFilterState
+from gpuprivacy.mechanisms._filters import self_reporting_filter_admit as self_reporting_filter_admit
+from gpuprivacy.mechanisms._filters import self_reporting_filter_charge as self_reporting_filter_charge
+from gpuprivacy.mechanisms._filters import self_reporting_filter_deltas as self_reporting_filter_deltas
+from gpuprivacy.mechanisms._filters import self_reporting_filter_guarantee as self_reporting_filter_guarantee
+from gpuprivacy.mechanisms._filters import self_reporting_filter_init as self_reporting_filter_init
+from gpuprivacy.mechanisms._filters import self_reporting_filter_step as self_reporting_filter_step
+from gpuprivacy.mechanisms._filters import whitehouse_filter_guarantee as whitehouse_filter_guarantee
+from gpuprivacy.mechanisms._filters import whitehouse_filter_init as whitehouse_filter_init
+from gpuprivacy.mechanisms._filters import whitehouse_filter_spend as whitehouse_filter_spend
+from gpuprivacy.mechanisms._filters import whitehouse_filter_step as whitehouse_filter_step
+from gpuprivacy.mechanisms._gaussian_selection import GaussianAboveThresholdInfo as GaussianAboveThresholdInfo
+from gpuprivacy.mechanisms._gaussian_selection import LAPLACE_CALIBRATIONS as LAPLACE_CALIBRATIONS
+from gpuprivacy.mechanisms._gaussian_selection import NO_STOPPING_TIME as NO_STOPPING_TIME
+from gpuprivacy.mechanisms._gaussian_selection import gaussian_above_threshold as gaussian_above_threshold
+from gpuprivacy.mechanisms._gaussian_selection import (
+    gaussian_above_threshold_epsilon_post as gaussian_above_threshold_epsilon_post,
+)
+from gpuprivacy.mechanisms._gaussian_selection import (
+    gaussian_above_threshold_guarantee as gaussian_above_threshold_guarantee,
+)
+from gpuprivacy.mechanisms._gaussian_selection import gaussian_report_noisy_max as gaussian_report_noisy_max
+from gpuprivacy.mechanisms._gaussian_selection import (
+    gaussian_report_noisy_max_guarantee as gaussian_report_noisy_max_guarantee,
+)
+from gpuprivacy.mechanisms._gaussian_selection import laplace_report_noisy_max as laplace_report_noisy_max
+from gpuprivacy.mechanisms._gaussian_selection import (
+    laplace_report_noisy_max_guarantee as laplace_report_noisy_max_guarantee,
+)
+from gpuprivacy.mechanisms._gaussian_sparse_vector import GaussianSparseVectorInfo as GaussianSparseVectorInfo
+from gpuprivacy.mechanisms._gaussian_sparse_vector import ZHU_WANG_CONVERSIONS as ZHU_WANG_CONVERSIONS
+from gpuprivacy.mechanisms._gaussian_sparse_vector import gaussian_sparse_vector as gaussian_sparse_vector
+from gpuprivacy.mechanisms._gaussian_sparse_vector import (
+    gaussian_sparse_vector_guarantee as gaussian_sparse_vector_guarantee,
+)
+from gpuprivacy.mechanisms._gaussian_sparse_vector import (
+    gaussian_sparse_vector_whitehouse as gaussian_sparse_vector_whitehouse,
+)
+from gpuprivacy.mechanisms._gaussian_sparse_vector import (
+    gaussian_sparse_vector_whitehouse_guarantee as gaussian_sparse_vector_whitehouse_guarantee,
+)
