@@ -10,3 +10,4 @@ from gpuprivacy.reproduce._registry import list_studies as list_studies
 from gpuprivacy.reproduce._registry import register_study as register_study
 from gpuprivacy.reproduce._registry import reproduce as reproduce
 from gpuprivacy.reproduce._rnm_bikes import rnm_bikes_config as rnm_bikes_config  # registers "rnm-bikes"
+from gpuprivacy.reproduce._seed004 import run_seed004_part as run_seed004_part, seed004_config as seed004_config
