@@ -162,6 +162,19 @@ def _check_sparse_vector_common(threshold, sigma_threshold, sigma_query, sensiti
     return parameters, schedule, max_instances, query_cap
 
 
+def _check_sparse_vector_release(key, queries, threshold, sigma_threshold, sigma_query, sensitivity, lower, upper,
+                                 schedule, max_instances, query_cap, where):
+    """The boundary checks shared by both sparse-vector releases (key, queries, parameters)."""
+    require_x64(where)
+    key = check_key(key)
+    queries = check_scores(queries, "queries")
+    parameters, schedule, max_instances, query_cap = _check_sparse_vector_common(
+        threshold, sigma_threshold, sigma_query, sensitivity, lower, upper, schedule, max_instances, query_cap,
+        where)
+    _check_in_range(queries, "queries", parameters[4], parameters[5])
+    return key, queries, parameters, schedule, max_instances, query_cap
+
+
 @functools.lru_cache(maxsize=8192)
 def _zhu_wang_epsilon(sigma_threshold, sigma_query, threshold, sensitivity, delta, conversion, max_queries):
     with jax.ensure_compile_time_eval():  # see _above_threshold_tables
@@ -287,17 +300,12 @@ def gaussian_sparse_vector(key: Key, queries: Array, *, threshold: float, sigma_
       (arXiv v2), Algorithm 4, Theorem 19 (delta corrected: spec 004, Sec. 3.5), Sec. 4.1;
       Zhu & Wang, Improving Sparse Vector Technique with Renyi Differential Privacy, NeurIPS 2020, Theorem 7.
     """
-    where = "gaussian_sparse_vector"
-    require_x64(where)
-    key = check_key(key)
-    queries = check_scores(queries, "queries")
-    parameters, schedule, max_instances, query_cap = _check_sparse_vector_common(
-        threshold, sigma_threshold, sigma_query, sensitivity, lower, upper, schedule, max_instances,
-        query_cap, where)
+    key, queries, parameters, schedule, max_instances, query_cap = _check_sparse_vector_release(
+        key, queries, threshold, sigma_threshold, sigma_query, sensitivity, lower, upper, schedule, max_instances,
+        query_cap, "gaussian_sparse_vector")
     epsilon = check_epsilon(epsilon)
     delta = check_delta(delta)
     paper_mode = check_bool("paper_mode", paper_mode)
-    _check_in_range(queries, "queries", parameters[4], parameters[5])
     num_queries = queries.shape[0]
     run_delta = self_reporting_filter_deltas(num_queries, delta=delta, schedule=schedule, max_steps=max_instances,
                                              paper_mode=paper_mode)
@@ -394,18 +402,13 @@ def gaussian_sparse_vector_whitehouse(key: Key, queries: Array, *, threshold: fl
       Privacy <https://arxiv.org/abs/2203.05481>`_, ICML 2023;
       Lebensold, Precup & Balle (arXiv 2402.06137v2), App. C, Theorem 20, Algorithm 5.
     """
-    where = "gaussian_sparse_vector_whitehouse"
-    require_x64(where)
-    key = check_key(key)
-    queries = check_scores(queries, "queries")
-    parameters, schedule, max_instances, query_cap = _check_sparse_vector_common(
-        threshold, sigma_threshold, sigma_query, sensitivity, lower, upper, schedule, max_instances,
-        query_cap, where)
+    key, queries, parameters, schedule, max_instances, query_cap = _check_sparse_vector_release(
+        key, queries, threshold, sigma_threshold, sigma_query, sensitivity, lower, upper, schedule, max_instances,
+        query_cap, "gaussian_sparse_vector_whitehouse")
     epsilon = check_epsilon(epsilon)
     delta_prime = check_delta(delta_prime, "delta_prime")
     delta_double_prime = check_delta(delta_double_prime, "delta_double_prime")
     conversion = check_choice("conversion", conversion, ZHU_WANG_CONVERSIONS)
-    _check_in_range(queries, "queries", parameters[4], parameters[5])
     num_queries = queries.shape[0]
     run_delta = self_reporting_filter_deltas(num_queries, delta=delta_double_prime, schedule=schedule,
                                              max_steps=max_instances)
