@@ -4,6 +4,7 @@ Importing gpuprivacy enables float64 in JAX (see :mod:`gpuprivacy._config`).
 
 Subpackages:
   subsets: subset families (removals, partitions, random subsets, masks).
+  designs: covering designs (seed 002) as subset families.
   oracle: batched, isolating evaluation of untrusted statistics; ready oracles.
   noise: keyed samplers (continuous, truncated, discrete, secure grid release).
   mechanisms: classic DP mechanisms returning ``Release(value, info)``.
@@ -15,6 +16,7 @@ Subpackages:
 from gpuprivacy import _config  # noqa: F401  (enables jax_enable_x64 first)
 from gpuprivacy import accounting as accounting
 from gpuprivacy import datasets as datasets
+from gpuprivacy import designs as designs
 from gpuprivacy import mechanisms as mechanisms
 from gpuprivacy import noise as noise
 from gpuprivacy import oracle as oracle

@@ -20,16 +20,22 @@ class Estimator:
     name: str
     run: Callable
     help: str
+    add_arguments: Callable | None = None
 
 
 ESTIMATORS: dict[str, Estimator] = {}
 
 
-def register_estimator(name: str, run: Callable, help: str) -> None:
-    """Makes ``gpuprivacy estimate --mechanism NAME`` call ``run(key, data, oracle_fn, args)``."""
+def register_estimator(name: str, run: Callable, help: str, add_arguments: Callable | None = None) -> None:
+    """Makes ``gpuprivacy estimate --mechanism NAME`` call ``run(key, data, oracle_fn, args)``.
+
+    ``add_arguments(group)``, if given, adds the estimator's own options to an
+    argparse argument group of ``gpuprivacy estimate`` (e.g. ``--design``).
+    Give every option a default; each ``run`` reads only its own options.
+    """
     if name in ESTIMATORS:
         raise ValueError(f"an estimator named {name!r} is already registered.")
-    ESTIMATORS[name] = Estimator(name, run, help)
+    ESTIMATORS[name] = Estimator(name, run, help, add_arguments)
 
 
 def _statistic_on_full_data(data, oracle_fn):
@@ -82,3 +88,10 @@ def make_key(seed):
     if seed is None:
         seed = int.from_bytes(np.random.SeedSequence().entropy.to_bytes(16, "little")[:8], "little") >> 1
     return jax.random.key(seed), seed
+
+
+# The seed issues register their estimators at import (kept last: they import register_estimator).
+from gpuprivacy.cli import _estimators_seed000  # noqa: E402,F401
+from gpuprivacy.cli import _estimators_seed001  # noqa: E402,F401
+from gpuprivacy.cli import _estimators_seed002  # noqa: E402,F401
+from gpuprivacy.cli import _estimators_seed003  # noqa: E402,F401

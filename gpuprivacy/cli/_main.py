@@ -83,6 +83,9 @@ def build_parser() -> argparse.ArgumentParser:
     est.add_argument("--secure", action="store_true", help="floating-point-safe noise on a 2^-k grid")
     est.add_argument("--seed", type=int, help="PRNG seed (default: fresh OS entropy, printed in --json)")
     est.add_argument("--json", action="store_true", help="print one JSON object")
+    for estimator in ESTIMATORS.values():
+        if estimator.add_arguments is not None:
+            estimator.add_arguments(est.add_argument_group(f"--mechanism {estimator.name}"))
 
     sweep = sub.add_parser("sweep", help="run a declarative TOML grid, resumably")
     sweep.add_argument("config", type=Path)

@@ -81,3 +81,9 @@ from gpuprivacy.mechanisms._gaussian_sparse_vector import (
 from gpuprivacy.mechanisms._gaussian_sparse_vector import (
     gaussian_sparse_vector_whitehouse_guarantee as gaussian_sparse_vector_whitehouse_guarantee,
 )
+
+# Seed-specific families live in their own public namespaces.
+from gpuprivacy.mechanisms import blackbox as blackbox
+from gpuprivacy.mechanisms import instance_optimal as instance_optimal
+from gpuprivacy.mechanisms import median as median
+from gpuprivacy.mechanisms import wrappers as wrappers

@@ -36,14 +36,19 @@ def test_every_registered_mechanism_holds_its_claim(name):
 
 
 def _public_mechanisms():
+    """Public functions whose first parameter is ``key``, flat (``laplace_mechanism``) or in a family
+    namespace (``wrappers.sens_o_matic``)."""
     names = []
-    for name in dir(mechanisms):
-        fn = getattr(mechanisms, name)
-        if name.startswith("_") or not inspect.isfunction(fn):
-            continue
-        params = list(inspect.signature(fn).parameters)
-        if params[:1] == ["key"]:
-            names.append(name)
+    namespaces = [("", mechanisms)] + [(f"{name}.", getattr(mechanisms, name)) for name in dir(mechanisms)
+                                        if not name.startswith("_") and inspect.ismodule(getattr(mechanisms, name))]
+    for prefix, namespace in namespaces:
+        for name in dir(namespace):
+            fn = getattr(namespace, name)
+            if name.startswith("_") or not inspect.isfunction(fn):
+                continue
+            params = list(inspect.signature(fn).parameters)
+            if params[:1] == ["key"]:
+                names.append(prefix + name)
     return names
 
 

@@ -1,0 +1,1 @@
+"""Auditor entries for the seed-001 mechanisms."""

@@ -1,0 +1,1 @@
+"""Auditor entries for the seed-003 mechanisms."""

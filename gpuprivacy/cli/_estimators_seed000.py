@@ -1,0 +1,1 @@
+"""`gpuprivacy estimate --mechanism ...` entries for seed 000 (registered at import)."""

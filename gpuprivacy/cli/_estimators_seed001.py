@@ -1,0 +1,1 @@
+"""`gpuprivacy estimate --mechanism ...` entries for seed 001 (registered at import)."""

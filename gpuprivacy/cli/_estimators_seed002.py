@@ -1,0 +1,1 @@
+"""`gpuprivacy estimate --mechanism ...` entries for seed 002 (registered at import)."""

@@ -1,0 +1,1 @@
+"""Reproduction study for seed 000 (registered at import)."""

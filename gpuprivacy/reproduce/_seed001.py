@@ -1,0 +1,1 @@
+"""Reproduction study for seed 001 (registered at import)."""

@@ -1,0 +1,1 @@
+"""Reproduction study for seed 002 (registered at import)."""

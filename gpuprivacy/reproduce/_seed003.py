@@ -1,0 +1,1 @@
+"""Reproduction study for seed 003 (registered at import)."""
