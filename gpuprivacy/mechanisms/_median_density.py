@@ -34,7 +34,9 @@ import numpy as np
 
 from gpuprivacy.mechanisms._median_config import MedianConfig
 
-INF = jnp.int64(2**62)  # sentinel beyond every lattice coordinate (|coordinates| < 2^52)
+# Sentinel beyond every lattice coordinate (|coordinates| < 2^52). A NumPy scalar, not jnp: importing
+# gpuprivacy must not start the XLA backend (jax.distributed.initialize must come first).
+INF = np.int64(2**62)
 
 
 def snap(data, cfg: MedianConfig):

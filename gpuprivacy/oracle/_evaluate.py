@@ -11,7 +11,10 @@ oracle must see only the rows of its subset. Each subset is therefore
   nothing);
 * padded with zeros after the ``|subset|`` real rows, with ``valid`` marking
   the real ones;
-* of a public capacity (the largest subset of the family), never n.
+* of a public capacity: the largest subset of the family, or the
+  ``capacity`` argument. A family that contains the whole dataset has
+  capacity n; when n is private (add/remove neighbours, spec 000 §1), pass a
+  public upper bound so that no block's shape reveals n.
 
 Sorting happens once per call (NumPy, on the host), so order-statistic
 oracles become gathers (the median of a block is ``rows[(c - 1) // 2]`` and
@@ -37,7 +40,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from gpuprivacy._checks import check_chunk_size, check_data
+from gpuprivacy._checks import check_chunk_size, check_data, check_int
 from gpuprivacy._progress import Progress
 from gpuprivacy.subsets import _combinatorics as comb
 from gpuprivacy.subsets._families import SubsetFamily, check_family_size
@@ -88,7 +91,8 @@ def gather_subset(data, kept_indices) -> tuple[np.ndarray, np.ndarray]:
 
 
 def evaluate(oracle_fn: Callable, data, family: SubsetFamily, *, chunk_size: int | None = None,
-             mesh: Mesh | None = None, max_queries: int | None = None, progress: bool = False) -> jax.Array:
+             mesh: Mesh | None = None, max_queries: int | None = None, capacity: int | None = None,
+             progress: bool = False) -> jax.Array:
     """Evaluates ``oracle_fn`` on every subset of ``family``.
 
     Args:
@@ -104,6 +108,12 @@ def evaluate(oracle_fn: Callable, data, family: SubsetFamily, *, chunk_size: int
       mesh: a mesh with a ``"subsets"`` axis; default: all devices when there
         are several, else the default device.
       max_queries: refuse families with more subsets than this (a public limit).
+      capacity: the public block size the oracle sees, at least the family's
+        largest subset (the default). Under add/remove neighbours n itself
+        is private, and a family that contains the whole dataset (e.g.
+        ``removals``) has capacity n, so each block's shape would tell the
+        oracle n even on a proper subset. Pass a public upper bound on n
+        there; the oracle then sees only its rows, padded to ``capacity``.
       progress: show a progress bar on stderr.
 
     Returns:
@@ -122,6 +132,13 @@ def evaluate(oracle_fn: Callable, data, family: SubsetFamily, *, chunk_size: int
                          "for this dataset.")
     chunk_size = check_chunk_size(chunk_size)
     check_family_size(family, max_queries)
+    if capacity is None:
+        capacity = family.capacity
+    else:
+        capacity = check_int("capacity", capacity, minimum=1)
+        if capacity < family.capacity:
+            raise ValueError(f"capacity must be at least the family's largest subset ({family.capacity} rows), got "
+                             f"{capacity}. Pass a public upper bound on the subset sizes, or leave it out.")
     if not callable(oracle_fn):
         raise TypeError(f"oracle_fn must be callable f(rows, valid) -> value, got {oracle_fn!r}.")
 
@@ -137,11 +154,11 @@ def evaluate(oracle_fn: Callable, data, family: SubsetFamily, *, chunk_size: int
     num_devices = 1 if mesh is None else mesh.shape[SUBSETS_AXIS]
     row_elements = max(1, int(np.prod(data.shape[1:], dtype=np.int64)))
     if chunk_size is None:
-        chunk_size = max(1, _DEFAULT_CHUNK_ELEMENTS // (family.capacity * row_elements))
+        chunk_size = max(1, _DEFAULT_CHUNK_ELEMENTS // (capacity * row_elements))
     per_device = min(chunk_size, math.ceil(family.num_subsets / num_devices))
     step = max(2, math.ceil(per_device / MICRO_BATCH)) * MICRO_BATCH * num_devices
 
-    runner = _ChunkRunner(oracle_fn, family, sorted_data, rank, step, mesh)
+    runner = _ChunkRunner(oracle_fn, family, sorted_data, rank, step, mesh, capacity)
     pending, outputs = [], []
     with Progress(family.num_subsets, "evaluate", enabled=progress) as bar:
         for start in range(0, family.num_subsets, step):
@@ -160,8 +177,8 @@ def evaluate(oracle_fn: Callable, data, family: SubsetFamily, *, chunk_size: int
 class _ChunkRunner:
     """Prepares one chunk's inputs on the host and runs the jitted kernel."""
 
-    def __init__(self, oracle_fn, family, sorted_data, rank, step, mesh):
-        self.family, self.rank, self.step, self.mesh = family, rank, step, mesh
+    def __init__(self, oracle_fn, family, sorted_data, rank, step, mesh, capacity):
+        self.family, self.rank, self.step, self.mesh, self.capacity = family, rank, step, mesh, capacity
         self.n = family.n
         if mesh is None:
             self.put_replicated = jnp.asarray
@@ -182,7 +199,7 @@ class _ChunkRunner:
         # reach the kernel in kept form.
         self.compact_on_host = kind == "removed" and family.removed_width > _COMPARE_ALL_WIDTH
         kernel_kind = "kept" if self.compact_on_host else kind
-        self.kernel = _compiled_kernel(oracle_fn, kernel_kind, family.n, family.capacity, family.depth, step, mesh)
+        self.kernel = _compiled_kernel(oracle_fn, kernel_kind, family.n, capacity, family.depth, step, mesh)
 
     def __call__(self, start: int):
         family, step = self.family, self.step
@@ -196,12 +213,15 @@ class _ChunkRunner:
         rows = np.arange(start, start + step).clip(max=stop - 1)  # pad the last chunk by repetition
         if self.compact_on_host:
             return self.kernel(self.sorted_data, self.put_sharded(_kept_positions(
-                self.rank[family.removed[rows]], self.n, family.capacity)))
+                self.rank[family.removed[rows]], self.n, self.capacity)))
         if family.kind == "removed":
             positions = self.rank[family.removed[rows]]
         else:
             positions = np.where(family.kept_valid[rows], self.rank[family.kept[rows]], self.n).astype(np.int32)
         positions.sort(axis=1)
+        if family.kind != "removed" and positions.shape[1] < self.capacity:  # pad to the public capacity
+            padding = np.full((positions.shape[0], self.capacity - positions.shape[1]), self.n, np.int32)
+            positions = np.concatenate([positions, padding], axis=1)
         return self.kernel(self.sorted_data, self.put_sharded(positions))
 
 

@@ -44,6 +44,34 @@ def test_oracle_sees_exactly_its_subset_sorted_and_zero_padded(name):
         assert not np.isin(blocks[i], excluded).any()
 
 
+@pytest.mark.parametrize("name", list(_families(30)))
+def test_public_capacity_hides_n_from_every_subset(name):
+    # Under add/remove neighbours n is private: with a public capacity the blocks of the same subset
+    # are identical whether the dataset has one more row or not.
+    n, capacity = 30, 40
+    data = np.random.default_rng(0).permutation(np.arange(100.0, 100.0 + n))
+    family = _families(n)[name]
+    blocks, valids = oracle.evaluate(lambda rows, valid: (rows, valid), data, family, capacity=capacity)
+    blocks, valids = np.asarray(blocks), np.asarray(valids)
+    assert blocks.shape == (len(family), capacity)
+    for i in range(len(family)):
+        kept = family.subset(i)
+        np.testing.assert_array_equal(blocks[i, :len(kept)], np.sort(data[kept]))
+        np.testing.assert_array_equal(blocks[i, len(kept):], 0.0)
+        np.testing.assert_array_equal(valids[i], np.arange(capacity) < len(kept))
+    # The same subset inside a dataset with one more row: the same block.
+    bigger = np.append(data, 1000.0)
+    index = family.subset(len(family) - 1)
+    one = subsets.from_indices(n + 1, [index])
+    block, _ = oracle.evaluate(lambda rows, valid: (rows, valid), bigger, one, capacity=capacity)
+    np.testing.assert_array_equal(np.asarray(block)[0], blocks[len(family) - 1])
+
+
+def test_capacity_below_the_largest_subset_is_refused():
+    with pytest.raises(ValueError, match="capacity must be at least the family's largest subset"):
+        oracle.evaluate(lambda rows, valid: rows.sum(), np.arange(10.0), subsets.removals(10, 1), capacity=9)
+
+
 def test_oracle_never_learns_n_or_positions():
     # Capacity is the largest subset, not n; and permuting the dataset changes nothing the oracle sees.
     rng = np.random.default_rng(1)
