@@ -1,1 +1,149 @@
-"""Auditor entries for the seed-000 mechanisms."""
+"""Auditor entries for the seed-000 privacy wrappers (Linder, Raskhodnikova, Smith & Steinke).
+
+Neighbours are add/remove (spec 000 §1): a dataset is a 1-D array of rows
+and the neighbour adds one row. Each sampler runs the public wrapper through
+:func:`gpuprivacy.mechanisms.run_trials` on a fixed batch of
+``SAMPLES_PER_CALL`` keys (one compile per dataset size) and maps every
+release to the audited output:
+
+* Sens-o-Matic: the released pair (level l, grid index) as one integer.
+* Shifted Inverse: the grid index, on the monotone count oracle (its promise).
+* Subset-Extension: (released level l, test bit, sign of value - f(x)) as
+  one integer; TAHOE: its released real level l (a post-processing of the
+  release, so any loss it shows is a lower bound on the release's).
+* Small-Diameter, Double-Monotonization, Cummings-Durfee, white-box Laplace:
+  the real value. Worst case: the count oracle, whose value moves by the
+  full c between neighbours (for Double-Monotonization also w).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from gpuprivacy import mechanisms
+from gpuprivacy.audit._core import SAMPLES_PER_CALL, AuditableMechanism
+from gpuprivacy.audit._registry import register
+from gpuprivacy.mechanisms import wrappers
+from gpuprivacy.oracle import count
+
+
+def _sampler(mechanism, output, **params):
+    def sample(key, x, num_samples):
+        release = mechanisms.run_trials(mechanism, key, SAMPLES_PER_CALL, np.asarray(x, np.float64), **params)
+        return output(release)[:num_samples]
+    return sample
+
+
+def _ones_pair(size):
+    # One pair: the auditor already bounds the loss in both directions (x over x' and x' over x).
+    return ((np.ones(size), np.ones(size + 1)),)
+
+
+def _random_dataset(size):
+    return lambda key: np.asarray(jax.random.uniform(key, (size,)))
+
+
+def _add_row(key, x):
+    return np.concatenate([np.asarray(x, np.float64), np.asarray(jax.random.uniform(key, (1,)))])
+
+
+def _parity(rows, valid):
+    """An adversarial, non-monotone, non-Lipschitz oracle: |z| mod 2 times 3."""
+    del rows
+    return (valid.sum() % 2).astype(jnp.float64) * 3.0
+
+
+def sens_o_matic_entry(epsilon=2.0, beta=0.5, grid_size=4):
+    params = dict(oracle_fn=_parity, grid=np.arange(float(grid_size)), epsilon=epsilon, beta=beta)
+    output = lambda r: (r.info.level * (grid_size + 1) + r.info.index.astype(jnp.int64)).astype(jnp.int32)
+    return AuditableMechanism(
+        name="sens-o-matic", sample=_sampler(wrappers.sens_o_matic, output, **params),
+        claim=wrappers.sens_o_matic_guarantee(epsilon=epsilon, beta=beta, grid_size=grid_size),
+        output_kind="discrete", worst_case_pairs=_ones_pair(2), random_dataset=_random_dataset(2),
+        random_neighbour=_add_row, audits=("wrappers.sens_o_matic",),
+        description="Sens-o-Matic on an adversarial parity oracle (released level and value)")
+
+
+def shifted_inverse_entry(epsilon=2.0, beta=0.5, grid_size=5):
+    params = dict(oracle_fn=count, grid=np.arange(float(grid_size)), epsilon=epsilon, beta=beta, depth=3)
+    return AuditableMechanism(
+        name="shifted-inverse", sample=_sampler(wrappers.shifted_inverse, lambda r: r.info.index, **params),
+        claim=wrappers.shifted_inverse_guarantee(epsilon=epsilon), output_kind="discrete",
+        worst_case_pairs=_ones_pair(1), random_dataset=_random_dataset(2), random_neighbour=_add_row,
+        output_range_size=grid_size, audits=("wrappers.shifted_inverse",),
+        description="Shifted Inverse on the monotone count oracle (its promise)")
+
+
+def subset_extension_entry(epsilon=3.0, delta=1e-6):
+    params = dict(oracle_fn=count, c=1.0, epsilon=epsilon, delta=delta)
+
+    def output(r):
+        bucket = jnp.where(r.info.nonresponse, 2, (r.value > 2.5).astype(jnp.int64)).astype(jnp.int64)
+        return (r.info.level * 3 + bucket).astype(jnp.int32)
+
+    return AuditableMechanism(
+        name="subset-extension", sample=_sampler(wrappers.subset_extension, output, **params),
+        claim=wrappers.subset_extension_guarantee(epsilon=epsilon, delta=delta), output_kind="discrete",
+        worst_case_pairs=_ones_pair(2), random_dataset=_random_dataset(2), random_neighbour=_add_row,
+        audits=("wrappers.subset_extension",),
+        description="Subset-Extension: released level, test bit and side of the value")
+
+
+def tahoe_entry(epsilon=3.0, delta=1e-6):
+    params = dict(oracle_fn=count, c=1.0, epsilon=epsilon, delta=delta)
+    return AuditableMechanism(
+        name="tahoe", sample=_sampler(wrappers.tahoe, lambda r: r.info.level, **params),
+        claim=wrappers.tahoe_guarantee(epsilon=epsilon, delta=delta), output_kind="real",
+        worst_case_pairs=_ones_pair(2), random_dataset=_random_dataset(2), random_neighbour=_add_row,
+        audits=("wrappers.tahoe",), description="modified TAHOE: the released real level")
+
+
+def small_diameter_entry(epsilon=8.0, r=2.0, c=1.0):
+    params = dict(oracle_fn=count, r=r, c=c, epsilon=epsilon)
+    return AuditableMechanism(
+        name="small-diameter-subset-extension",
+        sample=_sampler(wrappers.small_diameter_subset_extension, lambda r_: r_.value, **params),
+        claim=wrappers.small_diameter_subset_extension_guarantee(epsilon=epsilon, r=r, c=c), output_kind="real",
+        worst_case_pairs=_ones_pair(1), random_dataset=_random_dataset(2), random_neighbour=_add_row,
+        audits=("wrappers.small_diameter_subset_extension",),
+        description="Small-Diameter Subset Extension, count clamped to [0, 2]")
+
+
+def double_monotonization_entry(epsilon=8.0, r=2000.0, c=1.0, beta=0.05):
+    params = dict(oracle_fn=count, r=r, c=c, epsilon=epsilon, beta=beta)
+    return AuditableMechanism(
+        name="double-monotonization",
+        sample=_sampler(wrappers.double_monotonization, lambda r_: r_.value, **params),
+        claim=wrappers.double_monotonization_guarantee(epsilon=epsilon, r=r, c=c, beta=beta), output_kind="real",
+        worst_case_pairs=_ones_pair(2), random_dataset=_random_dataset(2), random_neighbour=_add_row,
+        audits=("wrappers.double_monotonization",), description="Double-Monotonization on the count oracle")
+
+
+def cummings_durfee_entry(epsilon=1.0, c=1.0):
+    params = dict(oracle_fn=count, c=c, epsilon=epsilon)
+    return AuditableMechanism(
+        name="cummings-durfee", sample=_sampler(wrappers.cummings_durfee, lambda r_: r_.value, **params),
+        claim=wrappers.cummings_durfee_guarantee(epsilon=epsilon, c=c), output_kind="real",
+        worst_case_pairs=_ones_pair(2), random_dataset=_random_dataset(2), random_neighbour=_add_row,
+        audits=("wrappers.cummings_durfee",), description="Cummings-Durfee extension + Laplace, count oracle")
+
+
+def white_box_laplace_entry(epsilon=1.0):
+    params = dict(oracle_fn=count, sensitivity=1.0, epsilon=epsilon)
+    return AuditableMechanism(
+        name="white-box-laplace", sample=_sampler(wrappers.white_box_laplace, lambda r_: r_.value, **params),
+        claim=wrappers.white_box_laplace_guarantee(epsilon=epsilon, sensitivity=1.0), output_kind="real",
+        worst_case_pairs=_ones_pair(2), random_dataset=_random_dataset(2), random_neighbour=_add_row,
+        audits=("wrappers.white_box_laplace",), description="white-box Laplace on the count oracle")
+
+
+register("sens-o-matic", sens_o_matic_entry)
+register("shifted-inverse", shifted_inverse_entry)
+register("subset-extension", subset_extension_entry)
+register("tahoe", tahoe_entry)
+register("small-diameter-subset-extension", small_diameter_entry)
+register("double-monotonization", double_monotonization_entry)
+register("cummings-durfee", cummings_durfee_entry)
+register("white-box-laplace", white_box_laplace_entry)
