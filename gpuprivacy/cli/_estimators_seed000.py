@@ -10,7 +10,6 @@ subsets and reports the exact (epsilon, delta) of the cap (spec 000 P6).
 
 from __future__ import annotations
 
-import argparse
 import math
 
 import numpy as np
@@ -18,20 +17,12 @@ import numpy as np
 from gpuprivacy.cli._estimators import register_estimator
 
 
-def _add(group, *names, **kwargs):
-    # Another seed's estimator may already define a shared option name (e.g. --lower); reuse it then.
-    try:
-        group.add_argument(*names, **kwargs)
-    except argparse.ArgumentError:
-        pass
 
 
 def add_arguments(group) -> None:
-    _add(group, "--lower", type=float, help="sens-o-matic: lower end of the public output grid")
-    _add(group, "--upper", type=float, help="sens-o-matic: upper end of the public output grid")
-    _add(group, "--grid-points", type=int, default=101, help="sens-o-matic: number of grid points (default 101)")
-    _add(group, "--max-depth", type=int, default=None,
-         help="sens-o-matic: public depth cap (turns the guarantee into (epsilon, delta))")
+    group.add_argument("--grid-points", type=int, default=101, help="sens-o-matic: number of grid points (default 101)")
+    group.add_argument("--max-depth", type=int, default=None,
+                       help="sens-o-matic: public depth cap (turns the guarantee into (epsilon, delta))")
 
 
 def run(key, data, oracle_fn, args):

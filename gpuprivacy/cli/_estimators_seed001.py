@@ -13,25 +13,16 @@ statistics.
 
 from __future__ import annotations
 
-import argparse
 
 from gpuprivacy.cli._estimators import register_estimator
 
 _STATISTICS = ("median", "quantile", "clipped_mean")
 
 
-def _add(group, *names, **kwargs):
-    # Another seed's estimator may already define a shared option name (e.g. --lower); reuse it then.
-    try:
-        group.add_argument(*names, **kwargs)
-    except argparse.ArgumentError:
-        pass
 
 
 def add_arguments(group) -> None:
-    _add(group, "--lower", type=float, help="piecewise-laplace/inverse-sensitivity: public lower end of the data")
-    _add(group, "--upper", type=float, help="piecewise-laplace/inverse-sensitivity: public upper end of the data")
-    _add(group, "--clip", action="store_true", help="clip data into [--lower, --upper] instead of failing")
+    group.add_argument("--clip", action="store_true", help="clip data into [--lower, --upper] instead of failing")
 
 
 def _run(mechanism):

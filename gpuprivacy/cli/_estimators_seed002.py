@@ -13,7 +13,6 @@ asks for the design whose removed sets are closest to (and at least) M rows.
 
 from __future__ import annotations
 
-import argparse
 import math
 
 from gpuprivacy.cli._estimators import register_estimator
@@ -22,26 +21,19 @@ DESIGNS = ("auto", "sample-and-aggregate", "blocks", "all-subsets")
 VARIANTS = ("pure", "zcdp", "binary")
 
 
-def _add(group, *names, **kwargs):
-    # Another seed's estimator may already define a shared option name (e.g. --lower); reuse it then.
-    try:
-        group.add_argument(*names, **kwargs)
-    except argparse.ArgumentError:
-        pass
 
 
 def add_arguments(group) -> None:
-    _add(group, "--lower", type=float, help="blackbox: lower end of the public output grid Y")
-    _add(group, "--upper", type=float, help="blackbox: upper end of the public output grid Y")
-    _add(group, "--resolution", type=float, help="blackbox: grid spacing of Y (default (upper - lower)/100)")
-    _add(group, "--budget", type=int, help="blackbox: most oracle calls k (default 1000)")
-    _add(group, "--m", type=int, help="blackbox: rows removed per evaluation (overrides the planner's choice)")
-    _add(group, "--design", choices=DESIGNS, default="auto", help="blackbox: covering design (default auto)")
-    _add(group, "--beta", type=float, help="blackbox: accuracy failure probability (default 0.05)")
-    _add(group, "--variant", choices=VARIANTS, default="pure",
-         help="blackbox: pure (exponential mechanism), zcdp (noisy binary search; --rho) or binary (0/1 statistic)")
-    _add(group, "--rho", type=float, help="blackbox --variant zcdp: rho (default: from --epsilon/--delta by (4.9))")
-    _add(group, "--max-work", type=int, help="blackbox: public limit on exact aggregation work (default 1e9)")
+    group.add_argument("--resolution", type=float, help="blackbox: grid spacing of Y (default (upper - lower)/100)")
+    group.add_argument("--budget", type=int, help="blackbox: most oracle calls k (default 1000)")
+    group.add_argument("--m", type=int, help="blackbox: rows removed per evaluation (overrides the planner's choice)")
+    group.add_argument("--design", choices=DESIGNS, default="auto", help="blackbox: covering design (default auto)")
+    group.add_argument("--variant", choices=VARIANTS, default="pure",
+                       help="blackbox: pure (exponential mechanism), zcdp (noisy binary search; --rho) or binary "
+                       "(0/1 statistic)")
+    group.add_argument("--rho", type=float,
+                       help="blackbox --variant zcdp: rho (default: from --epsilon/--delta by (4.9))")
+    group.add_argument("--max-work", type=int, help="blackbox: public limit on exact aggregation work (default 1e9)")
 
 
 def _choose_design(n, args, mechanism, epsilon, rho, num_outputs, beta):

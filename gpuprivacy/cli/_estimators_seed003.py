@@ -8,25 +8,19 @@ public and required: ``--min-density`` (L), ``--radius`` (r), ``--median-bound``
 
 from __future__ import annotations
 
-import argparse
 
 from gpuprivacy.cli._estimators import register_estimator
 
 
-def _add(group, *names, **kwargs):
-    # Another seed's estimator may already define a shared option name; reuse it then.
-    try:
-        group.add_argument(*names, **kwargs)
-    except argparse.ArgumentError:
-        pass
 
 
 def add_arguments(group) -> None:
-    _add(group, "--min-density", type=float, default=None,
-         help="private-median: L, a lower bound on the data density within --radius of the median")
-    _add(group, "--radius", type=float, default=None, help="private-median: r (L * r <= 1/2)")
-    _add(group, "--median-bound", type=float, default=None, help="private-median: R, the median lies in [-R, R]")
-    _add(group, "--constant", type=float, default=6.0, help="private-median: C > 0 (default 6; theory needs > 104.3)")
+    group.add_argument("--min-density", type=float, default=None,
+                       help="private-median: L, a lower bound on the data density within --radius of the median")
+    group.add_argument("--radius", type=float, default=None, help="private-median: r (L * r <= 1/2)")
+    group.add_argument("--median-bound", type=float, default=None, help="private-median: R, the median lies in [-R, R]")
+    group.add_argument("--constant", type=float, default=6.0,
+                       help="private-median: C > 0 (default 6; theory needs > 104.3)")
 
 
 def run(key, data, oracle_fn, args):

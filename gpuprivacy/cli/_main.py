@@ -83,9 +83,19 @@ def build_parser() -> argparse.ArgumentParser:
     est.add_argument("--secure", action="store_true", help="floating-point-safe noise on a 2^-k grid")
     est.add_argument("--seed", type=int, help="PRNG seed (default: fresh OS entropy, printed in --json)")
     est.add_argument("--json", action="store_true", help="print one JSON object")
+    # Options several estimators share, defined once (each estimator says what they mean for it).
+    shared = est.add_argument_group("public range and accuracy (mechanisms that need them)")
+    shared.add_argument("--lower", type=float, help="public lower end: of the output grid (sens-o-matic, blackbox) "
+                        "or of the data domain (piecewise-laplace, inverse-sensitivity)")
+    shared.add_argument("--upper", type=float, help="public upper end (see --lower)")
+    shared.add_argument("--beta", type=float, help="accuracy failure probability (sens-o-matic, blackbox; "
+                        "default 0.05)")
+    users: dict = {}  # an estimator family may share one add_arguments (e.g. piecewise-laplace, inverse-sensitivity)
     for estimator in ESTIMATORS.values():
         if estimator.add_arguments is not None:
-            estimator.add_arguments(est.add_argument_group(f"--mechanism {estimator.name}"))
+            users.setdefault(estimator.add_arguments, []).append(estimator.name)
+    for add_arguments, names in users.items():
+        add_arguments(est.add_argument_group("--mechanism " + " / ".join(names)))
 
     sweep = sub.add_parser("sweep", help="run a declarative TOML grid, resumably")
     sweep.add_argument("config", type=Path)
