@@ -54,20 +54,25 @@ def _loop(data, n, numpy_fn, limit):
 def run_case(n, *, repeats=3, loop_limit=200_000):
     data = np.random.default_rng(0).standard_normal(n)
     rows = []
+    # Two block capacities: the wrappers' public default (n private under add/remove neighbours, so the block
+    # must not reveal it) and capacity = n (n public, e.g. swap neighbours): less padding per subset.
     for name, ours, numpy_fn in [("mean", oracle.mean, np.mean), ("median", oracle.median, np.median)]:
-        start = time.perf_counter()
-        values = np.asarray(oracle.evaluate_powerset(ours, data))
-        first = time.perf_counter() - start
-        steady = _best_of(lambda: oracle.evaluate_powerset(ours, data), repeats)
         limit = min(2**n, loop_limit)
         # Masks index canonical (sorted) positions, so the loop runs on the sorted data: same subsets, same values.
         loop_seconds, loop_values = _loop(np.sort(data), n, numpy_fn, limit)
-        np.testing.assert_allclose(values[:limit], loop_values, rtol=1e-9, atol=1e-12)  # same numbers
         loop_total = loop_seconds * 2**n / limit
-        rows.append(dict(case=f"power set n={n}", oracle=name, subsets=2**n, ours_seconds=steady,
-                         ours_first_call_seconds=first, ours_evals_per_second=2**n / steady,
-                         loop_seconds=loop_total, loop_measured_subsets=limit, loop_evals_per_second=2**n / loop_total,
-                         ratio=loop_total / steady, target_ratio=TARGETS[name] if n == 20 else None))
+        for capacity in (None, n):
+            start = time.perf_counter()
+            values = np.asarray(oracle.evaluate_powerset(ours, data, capacity=capacity))
+            first = time.perf_counter() - start
+            steady = _best_of(lambda: oracle.evaluate_powerset(ours, data, capacity=capacity), repeats)
+            np.testing.assert_allclose(values[:limit], loop_values, rtol=1e-9, atol=1e-12)  # same numbers
+            rows.append(dict(case=f"power set n={n}", oracle=name, subsets=2**n,
+                             capacity="default (public, 32)" if capacity is None else f"n = {n} (n public)",
+                             ours_seconds=steady, ours_first_call_seconds=first, ours_evals_per_second=2**n / steady,
+                             loop_seconds=loop_total, loop_measured_subsets=limit,
+                             loop_evals_per_second=2**n / loop_total, ratio=loop_total / steady,
+                             target_ratio=TARGETS[name] if n == 20 else None))
     return rows
 
 
@@ -101,10 +106,12 @@ def main(argv=None):
         print(json.dumps(result, indent=2))
         return 0
     print(f"device {result['device']}, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
-    print(f"{'case':18} {'oracle':7} {'ours s':>9} {'evals/s':>10} {'loop s':>9} {'ratio':>7} {'target':>6}")
+    print(f"{'case':18} {'oracle':7} {'capacity':21} {'ours s':>9} {'evals/s':>10} {'loop s':>9} {'ratio':>7} "
+          f"{'target':>6}")
     for r in rows:
         target = "-" if r["target_ratio"] is None else f"{r['target_ratio']:g}x"
-        print(f"{r['case']:18} {r['oracle']:7} {r['ours_seconds']:9.3f} {r['ours_evals_per_second']:10.3g} "
+        print(f"{r['case']:18} {r['oracle']:7} {r['capacity']:21} {r['ours_seconds']:9.3f} "
+              f"{r['ours_evals_per_second']:10.3g} "
               f"{r['loop_seconds']:9.2f} {r['ratio']:6.1f}x {target:>6}")
     print(f"{release['case']}: {release['ours_seconds']:.3f} s steady ({release['queries']} queries), "
           f"first call {release['ours_first_call_seconds']:.2f} s")
