@@ -24,21 +24,13 @@ import numpy as np
 
 import gpuprivacy
 from gpuprivacy import oracle, subsets
+from _timing import best_of  # experiments/_timing.py (the script's folder is on sys.path)
 
 CASES = [  # (n, k, subset size, target ratio median, target ratio mean)
     (100, 10**5, 90, 20.0, 50.0),
     (1000, 10**4, 900, 5.0, 5.0),
 ]
 GPU_CASES = [(100, 10**6, 90, 100.0, 100.0), (1000, 10**6, 900, 100.0, 100.0)]
-
-
-def _best_of(fn, repeats):
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        jax.block_until_ready(fn())
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def run_case(n, k, size, *, repeats=3, loop_limit=None):
@@ -51,7 +43,7 @@ def run_case(n, k, size, *, repeats=3, loop_limit=None):
         start = time.perf_counter()
         values = np.asarray(oracle.evaluate(ours, data, family))
         first = time.perf_counter() - start
-        steady = _best_of(lambda: oracle.evaluate(ours, data, family), repeats)
+        steady = best_of(lambda: oracle.evaluate(ours, data, family), repeats)
         # The baseline: a plain Python loop over subsets (timed on up to loop_limit subsets and scaled).
         limit = k if loop_limit is None else min(k, loop_limit)
         if kept is None:

@@ -27,17 +27,9 @@ import numpy as np
 import gpuprivacy
 from gpuprivacy import oracle
 from gpuprivacy.mechanisms import wrappers
+from _timing import best_of  # experiments/_timing.py (the script's folder is on sys.path)
 
 TARGETS = {"mean": 50.0, "median": 10.0}
-
-
-def _best_of(fn, repeats):
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        jax.block_until_ready(fn())
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def _loop(data, n, numpy_fn, limit):
@@ -65,7 +57,7 @@ def run_case(n, *, repeats=3, loop_limit=200_000):
             start = time.perf_counter()
             values = np.asarray(oracle.evaluate_powerset(ours, data, capacity=capacity))
             first = time.perf_counter() - start
-            steady = _best_of(lambda: oracle.evaluate_powerset(ours, data, capacity=capacity), repeats)
+            steady = best_of(lambda: oracle.evaluate_powerset(ours, data, capacity=capacity), repeats)
             np.testing.assert_allclose(values[:limit], loop_values, rtol=1e-9, atol=1e-12)  # same numbers
             rows.append(dict(case=f"power set n={n}", oracle=name, subsets=2**n,
                              capacity="default (public, 32)" if capacity is None else f"n = {n} (n public)",
@@ -84,7 +76,7 @@ def run_release(n=20, repeats=3):
     jax.block_until_ready(out.value)
     first = time.perf_counter() - start
     keys = iter(jax.random.split(jax.random.key(1), repeats))
-    steady = _best_of(lambda: wrappers.sens_o_matic(next(keys), data, **params).value, repeats)
+    steady = best_of(lambda: wrappers.sens_o_matic(next(keys), data, **params).value, repeats)
     return dict(case=f"sens_o_matic release n={n}", queries=int(out.info.nonprivate_num_queries),
                 ours_seconds=steady, ours_first_call_seconds=first)
 

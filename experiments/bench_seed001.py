@@ -30,6 +30,7 @@ import numpy as np
 
 import gpuprivacy
 from gpuprivacy.mechanisms import instance_optimal as io
+from _timing import best_of  # experiments/_timing.py (the script's folder is on sys.path)
 
 LOWER, UPPER, EPSILON = 0.0, 1.0, 1.0
 
@@ -55,15 +56,6 @@ def numpy_plm_median(rng, x, epsilon, lower, upper):
     return start + sign * min(max(z, 0.0), length)
 
 
-def _best_of(fn, repeats):
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        jax.block_until_ready(fn())
-        times.append(time.perf_counter() - start)
-    return min(times)
-
-
 def _uptime():
     try:
         return subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout.strip()
@@ -80,7 +72,7 @@ def case_batched(num_datasets, n, repeats, loop_limit):
     start = time.perf_counter()
     values = np.asarray(release(keys, data))
     first = time.perf_counter() - start
-    ours = _best_of(lambda: release(keys, data), repeats)
+    ours = best_of(lambda: release(keys, data), repeats)
     host = np.asarray(data)
     limit = min(num_datasets, loop_limit)
     start = time.perf_counter()
@@ -103,9 +95,9 @@ def case_single(n, repeats):
     start = time.perf_counter()
     jax.block_until_ready(release(key, data))
     first = time.perf_counter() - start
-    ours = _best_of(lambda: release(key, data), repeats)
+    ours = best_of(lambda: release(key, data), repeats)
     sort_np = min(_timed(lambda: np.sort(host)) for _ in range(repeats))
-    sort_jax = _best_of(lambda: jnp.sort(data), repeats)
+    sort_jax = best_of(lambda: jnp.sort(data), repeats)
     return {"case": f"single release n={n}", "ours_s": ours, "first_call_s": first, "np_sort_s": sort_np,
             "jnp_sort_s": sort_jax, "ratio_ours_over_np_sort": ours / sort_np,
             "ratio_ours_over_jnp_sort": ours / sort_jax}

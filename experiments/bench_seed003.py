@@ -33,17 +33,9 @@ import numpy as np
 
 import gpuprivacy
 from gpuprivacy.mechanisms import median
+from _timing import best_of  # experiments/_timing.py (the script's folder is on sys.path)
 
 PARAMS = dict(epsilon=1.0, min_density=0.24, radius=1.0, median_bound=10.0, constant=6.0)
-
-
-def _best_of(fn, repeats):
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        jax.block_until_ready(fn())
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def numpy_release(rng, x, cfg):
@@ -82,7 +74,7 @@ def case_trials(trials, n, repeats):
     start = time.perf_counter()
     out = median.private_median_trials(key, data, **PARAMS)
     first = time.perf_counter() - start
-    steady = _best_of(lambda: median.private_median_trials(key, data, **PARAMS).values, repeats)
+    steady = best_of(lambda: median.private_median_trials(key, data, **PARAMS).values, repeats)
     start = time.perf_counter()
     loop_rng = np.random.default_rng(1)
     reference = [numpy_release(loop_rng, x, cfg) for x in data]
@@ -100,10 +92,10 @@ def case_large(n, repeats):
     start = time.perf_counter()
     out = median.private_median(key, data, **PARAMS)
     first = time.perf_counter() - start
-    ours = _best_of(lambda: median.private_median(key, data, **PARAMS).value, repeats)
-    sort = _best_of(lambda: np.sort(data), repeats)
+    ours = best_of(lambda: median.private_median(key, data, **PARAMS).value, repeats)
+    sort = best_of(lambda: np.sort(data), repeats)
     median.exponential_mechanism_median(key, data, epsilon=1.0, lower=-10.0, upper=10.0)
-    em = _best_of(lambda: median.exponential_mechanism_median(key, data, epsilon=1.0, lower=-10.0, upper=10.0).value,
+    em = best_of(lambda: median.exponential_mechanism_median(key, data, epsilon=1.0, lower=-10.0, upper=10.0).value,
                   repeats)
     return {"case": f"one release, n={n}", "ours_s": ours, "ours_first_call_s": first, "np_sort_s": sort,
             "ratio_to_sort": ours / sort, "exponential_median_s": em, "ratio_to_exponential_median": ours / em,
