@@ -14,6 +14,7 @@ import csv
 import json
 import math
 import pathlib
+import sys
 import time
 
 import jax
@@ -107,7 +108,8 @@ def accuracy_rows(epsilons, num_trials, n, progress=False) -> list[dict]:
                              median_abs_error=float(np.median(error)) if error.size else None,
                              bot_rate=float(bot.mean()), seconds=seconds))
             if progress:
-                print(f"  {name} eps={eps}: mean |error| {rows[-1]['mean_abs_error']}", flush=True)
+                # stderr: stdout carries only the CLI's output (one JSON object with --json).
+                print(f"  {name} eps={eps}: mean |error| {rows[-1]['mean_abs_error']}", file=sys.stderr, flush=True)
     return rows
 
 
