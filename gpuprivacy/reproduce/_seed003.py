@@ -48,7 +48,8 @@ def seed003_config(quick: bool) -> dict:
                     distributions=list(DISTRIBUTIONS), baseline_n=1000, baseline_trials=100, beta=0.1,
                     alphas=[0.1, 0.2, 0.4], privacy_pairs=8, **MODEL)
     return dict(seed=3, quick=False, constant=6.0, ns=[100, 300, 1000, 3000, 10000, 30000, 100000, 300000, 1000000],
-                epsilons=[0.1, 0.25, 0.5, 1.0], trials=1000, distributions=list(DISTRIBUTIONS), baseline_n=10000,
+                epsilons=[0.1, 0.25, 0.5, 1.0], trials=1000, max_trial_elements=10**8,
+                distributions=list(DISTRIBUTIONS), baseline_n=10000,
                 baseline_trials=500, beta=0.1, alphas=[0.02, 0.05, 0.1, 0.2, 0.4], privacy_pairs=40, **MODEL)
 
 
@@ -82,6 +83,13 @@ def _chunks(total, n, budget=4_000_000):
     return [(start, min(total, start + size)) for start in range(0, total, size)]
 
 
+def _trials_at(config, n):
+    """Trials at sample size n: all of them, except that the full run caps trials x n at
+    ``max_trial_elements`` (>= 100 trials) so that n = 10^6 fits a CPU session; the rows record it."""
+    cap = config.get("max_trial_elements")
+    return config["trials"] if cap is None else min(config["trials"], max(100, cap // n))
+
+
 def part_rates(config, key, progress):
     rows = []
     grid = [(n, eps) for n in config["ns"] for eps in config["epsilons"]]
@@ -91,7 +99,7 @@ def part_rates(config, key, progress):
             for di, dist in enumerate(config["distributions"]):
                 rng = np.random.default_rng([config["seed"], gi, di])
                 values, routes, t0 = [], [], time.perf_counter()
-                for ci, (a, b) in enumerate(_chunks(config["trials"], n)):
+                for ci, (a, b) in enumerate(_chunks(_trials_at(config, n), n)):
                     data = sample_data(rng, dist, (b - a, n), config)
                     out = median.private_median_trials(jax.random.fold_in(key, gi * 1000 + di * 100 + ci), data,
                                                        **params)
