@@ -205,7 +205,7 @@ def gaussian_epsilon_analytic(sigma: float, delta: float, sensitivity: float = 1
 def _gaussian_epsilon_analytic(sigma: float, delta: float, sensitivity: float) -> float:
     import mpmath
 
-    from gpuprivacy.mechanisms._calibration import _balle_wang_delta, gaussian_delta_analytic
+    from gpuprivacy.accounting._gaussian_calibration import _balle_wang_delta, gaussian_delta_analytic
 
     def ok(epsilon: float) -> bool:
         return gaussian_delta_analytic(sigma, epsilon=epsilon, sensitivity=sensitivity) <= delta

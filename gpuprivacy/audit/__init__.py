@@ -1,11 +1,11 @@
 """Privacy auditing: empirical lower bounds on epsilon, checked against every mechanism's claim."""
 
 from gpuprivacy.audit import _classic  # noqa: F401  (registers the classic mechanisms)
-from gpuprivacy.audit import _seed000  # noqa: F401  (privacy wrappers)
-from gpuprivacy.audit import _seed001  # noqa: F401  (piecewise Laplace, inverse sensitivity)
-from gpuprivacy.audit import _seed002  # noqa: F401  (black-box estimation over covering designs)
-from gpuprivacy.audit import _seed003  # noqa: F401  (private median)
-from gpuprivacy.audit import _seed004  # noqa: F401  (registers the spec-004 Gaussian selection mechanisms)
+from gpuprivacy.audit import _wrappers  # noqa: F401  (privacy wrappers)
+from gpuprivacy.audit import _instance_optimal  # noqa: F401  (piecewise Laplace, inverse sensitivity)
+from gpuprivacy.audit import _covering  # noqa: F401  (black-box estimation over covering designs)
+from gpuprivacy.audit import _median  # noqa: F401  (private median)
+from gpuprivacy.audit import _gaussian_selection  # noqa: F401  (registers the spec-004 Gaussian selection mechanisms)
 from gpuprivacy.audit._confidence import clopper_pearson as clopper_pearson
 from gpuprivacy.audit._core import AuditableMechanism as AuditableMechanism
 from gpuprivacy.audit._core import SAMPLES_PER_CALL as SAMPLES_PER_CALL

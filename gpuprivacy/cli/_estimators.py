@@ -1,29 +1,29 @@
-"""Mechanisms that ``gpuprivacy estimate`` can run, by name.
+"""The one static table of ``gpuprivacy estimate`` mechanisms, by name.
 
-An estimator takes the loaded column, the library oracle, the parsed
-arguments and a key, and returns a JSON-ready dict with at least ``value``
-(the release) and ``guarantee``. Seed issues register theirs with
-:func:`register_estimator`.
+Each family module lists its entries in ``ESTIMATORS``; this module only
+collects them (the family modules import nothing from here, so there is no
+registration at import time and no import cycle). Add an entry at run time
+with :func:`register_estimator`.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Callable
 
-import jax
-import numpy as np
+from gpuprivacy.cli import _estimate_classic
+from gpuprivacy.cli import _estimate_covering
+from gpuprivacy.cli import _estimate_instance_optimal
+from gpuprivacy.cli import _estimate_median
+from gpuprivacy.cli import _estimate_wrappers
+from gpuprivacy.cli._estimate_common import Estimator
+from gpuprivacy.cli._estimate_common import make_key as make_key
 
-
-@dataclasses.dataclass(frozen=True)
-class Estimator:
-    name: str
-    run: Callable
-    help: str
-    add_arguments: Callable | None = None
-
-
-ESTIMATORS: dict[str, Estimator] = {}
+ESTIMATORS: dict[str, Estimator] = {
+    entry.name: entry
+    for module in (_estimate_classic, _estimate_wrappers, _estimate_instance_optimal, _estimate_covering,
+                   _estimate_median)
+    for entry in module.ESTIMATORS
+}
 
 
 def register_estimator(name: str, run: Callable, help: str, add_arguments: Callable | None = None) -> None:
@@ -36,62 +36,3 @@ def register_estimator(name: str, run: Callable, help: str, add_arguments: Calla
     if name in ESTIMATORS:
         raise ValueError(f"an estimator named {name!r} is already registered.")
     ESTIMATORS[name] = Estimator(name, run, help, add_arguments)
-
-
-def _statistic_on_full_data(data, oracle_fn):
-    from gpuprivacy import oracle, subsets
-
-    return float(np.asarray(oracle.evaluate(oracle_fn, data, subsets.removals(data.shape[0], 0)))[0])
-
-
-def _require_sensitivity(args, mechanism):
-    if args.sensitivity is None:
-        raise ValueError(f"--mechanism {mechanism} adds noise calibrated to a sensitivity you declare: pass "
-                         "--sensitivity X (the most one row can change the statistic). gpuprivacy does not check "
-                         "this claim for the classic mechanisms; the black-box wrappers (seed 000) do.")
-    return args.sensitivity
-
-
-def _laplace(key, data, oracle_fn, args):
-    from gpuprivacy import mechanisms
-
-    sensitivity = _require_sensitivity(args, "laplace")
-    exact = _statistic_on_full_data(data, oracle_fn)
-    release = mechanisms.laplace_mechanism(key, exact, epsilon=args.epsilon, sensitivity=sensitivity,
-                                           secure=args.secure)
-    guarantee = mechanisms.laplace_mechanism_guarantee(epsilon=args.epsilon, sensitivity=sensitivity,
-                                                       secure=args.secure)
-    return {"value": float(release.value), "scale": float(release.info.scale),
-            "guarantee": {"type": "PureDP", "epsilon": guarantee.epsilon}}
-
-
-def _gaussian(key, data, oracle_fn, args):
-    from gpuprivacy import mechanisms
-
-    sensitivity = _require_sensitivity(args, "gaussian")
-    if args.delta is None:
-        raise ValueError("--mechanism gaussian needs --delta D in (0, 1), e.g. --delta 1e-6.")
-    exact = _statistic_on_full_data(data, oracle_fn)
-    release = mechanisms.gaussian_mechanism(key, exact, epsilon=args.epsilon, delta=args.delta,
-                                            sensitivity=sensitivity, secure=args.secure)
-    guarantee = mechanisms.gaussian_mechanism_guarantee(epsilon=args.epsilon, delta=args.delta,
-                                                        sensitivity=sensitivity)
-    return {"value": float(release.value), "sigma": float(release.info.sigma),
-            "guarantee": {"type": "ApproxDP", "epsilon": guarantee.epsilon, "delta": guarantee.delta}}
-
-
-register_estimator("laplace", _laplace, "statistic + Laplace noise with your declared --sensitivity")
-register_estimator("gaussian", _gaussian, "statistic + analytic Gaussian noise (--delta) with your --sensitivity")
-
-
-def make_key(seed):
-    if seed is None:
-        seed = int.from_bytes(np.random.SeedSequence().entropy.to_bytes(16, "little")[:8], "little") >> 1
-    return jax.random.key(seed), seed
-
-
-# The seed issues register their estimators at import (kept last: they import register_estimator).
-from gpuprivacy.cli import _estimators_seed000  # noqa: E402,F401
-from gpuprivacy.cli import _estimators_seed001  # noqa: E402,F401
-from gpuprivacy.cli import _estimators_seed002  # noqa: E402,F401
-from gpuprivacy.cli import _estimators_seed003  # noqa: E402,F401

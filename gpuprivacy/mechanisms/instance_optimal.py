@@ -6,73 +6,73 @@ mechanism, smooth-sensitivity baselines and the local bounds they need.
 This module only re-exports; the code lives in private modules.
 """
 
-from gpuprivacy.mechanisms._piecewise_laplace import LocalBounds as LocalBounds
-from gpuprivacy.mechanisms._piecewise_laplace import PiecewiseLaplaceInfo as PiecewiseLaplaceInfo
-from gpuprivacy.mechanisms._piecewise_laplace import absolute_error_cdf as absolute_error_cdf
-from gpuprivacy.mechanisms._piecewise_laplace import cdf as cdf
-from gpuprivacy.mechanisms._piecewise_laplace import error_moments as error_moments
-from gpuprivacy.mechanisms._piecewise_laplace import log_density as log_density
-from gpuprivacy.mechanisms._piecewise_laplace import make_local_bounds as make_local_bounds
-from gpuprivacy.mechanisms._piecewise_laplace import piece_log_weights as piece_log_weights
-from gpuprivacy.mechanisms._piecewise_laplace import piecewise_laplace as piecewise_laplace
-from gpuprivacy.mechanisms._piecewise_laplace import piecewise_laplace_guarantee as piecewise_laplace_guarantee
-from gpuprivacy.mechanisms._inverse_sensitivity import inverse_sensitivity as inverse_sensitivity
-from gpuprivacy.mechanisms._inverse_sensitivity import inverse_sensitivity_guarantee as inverse_sensitivity_guarantee
-from gpuprivacy.mechanisms._local_bounds import check_local_bounds_neighbours as check_local_bounds_neighbours
-from gpuprivacy.mechanisms._local_bounds import clipped_mean_bounds as clipped_mean_bounds
-from gpuprivacy.mechanisms._local_bounds import count_bounds as count_bounds
-from gpuprivacy.mechanisms._local_bounds import finite_universe_bounds as finite_universe_bounds
-from gpuprivacy.mechanisms._local_bounds import generic_blackbox_bounds as generic_blackbox_bounds
-from gpuprivacy.mechanisms._local_bounds import median_bounds as median_bounds
-from gpuprivacy.mechanisms._local_bounds import monotone_bounds as monotone_bounds
-from gpuprivacy.mechanisms._local_bounds import quantile_bounds as quantile_bounds
-from gpuprivacy.mechanisms._instance_optimal_statistics import inverse_sensitivity_clipped_mean as inverse_sensitivity_clipped_mean
-from gpuprivacy.mechanisms._instance_optimal_statistics import (
+from gpuprivacy.mechanisms._instance_optimal._piecewise_laplace import LocalBounds as LocalBounds
+from gpuprivacy.mechanisms._instance_optimal._piecewise_laplace import PiecewiseLaplaceInfo as PiecewiseLaplaceInfo
+from gpuprivacy.mechanisms._instance_optimal._piecewise_laplace import absolute_error_cdf as absolute_error_cdf
+from gpuprivacy.mechanisms._instance_optimal._piecewise_laplace import cdf as cdf
+from gpuprivacy.mechanisms._instance_optimal._piecewise_laplace import error_moments as error_moments
+from gpuprivacy.mechanisms._instance_optimal._piecewise_laplace import log_density as log_density
+from gpuprivacy.mechanisms._instance_optimal._piecewise_laplace import make_local_bounds as make_local_bounds
+from gpuprivacy.mechanisms._instance_optimal._piecewise_laplace import piece_log_weights as piece_log_weights
+from gpuprivacy.mechanisms._instance_optimal._piecewise_laplace import piecewise_laplace as piecewise_laplace
+from gpuprivacy.mechanisms._instance_optimal._piecewise_laplace import piecewise_laplace_guarantee as piecewise_laplace_guarantee
+from gpuprivacy.mechanisms._instance_optimal._inverse_sensitivity import inverse_sensitivity as inverse_sensitivity
+from gpuprivacy.mechanisms._instance_optimal._inverse_sensitivity import inverse_sensitivity_guarantee as inverse_sensitivity_guarantee
+from gpuprivacy.mechanisms._instance_optimal._local_bounds import check_local_bounds_neighbours as check_local_bounds_neighbours
+from gpuprivacy.mechanisms._instance_optimal._local_bounds import clipped_mean_bounds as clipped_mean_bounds
+from gpuprivacy.mechanisms._instance_optimal._local_bounds import count_bounds as count_bounds
+from gpuprivacy.mechanisms._instance_optimal._local_bounds import finite_universe_bounds as finite_universe_bounds
+from gpuprivacy.mechanisms._instance_optimal._local_bounds import generic_blackbox_bounds as generic_blackbox_bounds
+from gpuprivacy.mechanisms._instance_optimal._local_bounds import median_bounds as median_bounds
+from gpuprivacy.mechanisms._instance_optimal._local_bounds import monotone_bounds as monotone_bounds
+from gpuprivacy.mechanisms._instance_optimal._local_bounds import quantile_bounds as quantile_bounds
+from gpuprivacy.mechanisms._instance_optimal._statistics import inverse_sensitivity_clipped_mean as inverse_sensitivity_clipped_mean
+from gpuprivacy.mechanisms._instance_optimal._statistics import (
     inverse_sensitivity_clipped_mean_guarantee as inverse_sensitivity_clipped_mean_guarantee,
 )
-from gpuprivacy.mechanisms._instance_optimal_statistics import inverse_sensitivity_count as inverse_sensitivity_count
-from gpuprivacy.mechanisms._instance_optimal_statistics import (
+from gpuprivacy.mechanisms._instance_optimal._statistics import inverse_sensitivity_count as inverse_sensitivity_count
+from gpuprivacy.mechanisms._instance_optimal._statistics import (
     inverse_sensitivity_count_guarantee as inverse_sensitivity_count_guarantee,
 )
-from gpuprivacy.mechanisms._instance_optimal_statistics import inverse_sensitivity_median as inverse_sensitivity_median
-from gpuprivacy.mechanisms._instance_optimal_statistics import (
+from gpuprivacy.mechanisms._instance_optimal._statistics import inverse_sensitivity_median as inverse_sensitivity_median
+from gpuprivacy.mechanisms._instance_optimal._statistics import (
     inverse_sensitivity_median_guarantee as inverse_sensitivity_median_guarantee,
 )
-from gpuprivacy.mechanisms._instance_optimal_statistics import inverse_sensitivity_quantile as inverse_sensitivity_quantile
-from gpuprivacy.mechanisms._instance_optimal_statistics import (
+from gpuprivacy.mechanisms._instance_optimal._statistics import inverse_sensitivity_quantile as inverse_sensitivity_quantile
+from gpuprivacy.mechanisms._instance_optimal._statistics import (
     inverse_sensitivity_quantile_guarantee as inverse_sensitivity_quantile_guarantee,
 )
-from gpuprivacy.mechanisms._instance_optimal_statistics import laplace_median as laplace_median
-from gpuprivacy.mechanisms._instance_optimal_statistics import laplace_median_guarantee as laplace_median_guarantee
-from gpuprivacy.mechanisms._instance_optimal_statistics import piecewise_laplace_clipped_mean as piecewise_laplace_clipped_mean
-from gpuprivacy.mechanisms._instance_optimal_statistics import (
+from gpuprivacy.mechanisms._instance_optimal._statistics import laplace_median as laplace_median
+from gpuprivacy.mechanisms._instance_optimal._statistics import laplace_median_guarantee as laplace_median_guarantee
+from gpuprivacy.mechanisms._instance_optimal._statistics import piecewise_laplace_clipped_mean as piecewise_laplace_clipped_mean
+from gpuprivacy.mechanisms._instance_optimal._statistics import (
     piecewise_laplace_clipped_mean_guarantee as piecewise_laplace_clipped_mean_guarantee,
 )
-from gpuprivacy.mechanisms._instance_optimal_statistics import piecewise_laplace_count as piecewise_laplace_count
-from gpuprivacy.mechanisms._instance_optimal_statistics import (
+from gpuprivacy.mechanisms._instance_optimal._statistics import piecewise_laplace_count as piecewise_laplace_count
+from gpuprivacy.mechanisms._instance_optimal._statistics import (
     piecewise_laplace_count_guarantee as piecewise_laplace_count_guarantee,
 )
-from gpuprivacy.mechanisms._instance_optimal_statistics import piecewise_laplace_median as piecewise_laplace_median
-from gpuprivacy.mechanisms._instance_optimal_statistics import (
+from gpuprivacy.mechanisms._instance_optimal._statistics import piecewise_laplace_median as piecewise_laplace_median
+from gpuprivacy.mechanisms._instance_optimal._statistics import (
     piecewise_laplace_median_guarantee as piecewise_laplace_median_guarantee,
 )
-from gpuprivacy.mechanisms._instance_optimal_statistics import piecewise_laplace_quantile as piecewise_laplace_quantile
-from gpuprivacy.mechanisms._instance_optimal_statistics import (
+from gpuprivacy.mechanisms._instance_optimal._statistics import piecewise_laplace_quantile as piecewise_laplace_quantile
+from gpuprivacy.mechanisms._instance_optimal._statistics import (
     piecewise_laplace_quantile_guarantee as piecewise_laplace_quantile_guarantee,
 )
-from gpuprivacy.mechanisms._smooth_sensitivity import SMOOTH_NOISES as SMOOTH_NOISES
-from gpuprivacy.mechanisms._smooth_sensitivity import SmoothSensitivityInfo as SmoothSensitivityInfo
-from gpuprivacy.mechanisms._smooth_sensitivity import median_smooth_sensitivity as median_smooth_sensitivity
-from gpuprivacy.mechanisms._smooth_sensitivity import smooth_sensitivity_median as smooth_sensitivity_median
-from gpuprivacy.mechanisms._smooth_sensitivity import (
+from gpuprivacy.mechanisms._instance_optimal._smooth_sensitivity import SMOOTH_NOISES as SMOOTH_NOISES
+from gpuprivacy.mechanisms._instance_optimal._smooth_sensitivity import SmoothSensitivityInfo as SmoothSensitivityInfo
+from gpuprivacy.mechanisms._instance_optimal._smooth_sensitivity import median_smooth_sensitivity as median_smooth_sensitivity
+from gpuprivacy.mechanisms._instance_optimal._smooth_sensitivity import smooth_sensitivity_median as smooth_sensitivity_median
+from gpuprivacy.mechanisms._instance_optimal._smooth_sensitivity import (
     smooth_sensitivity_median_guarantee as smooth_sensitivity_median_guarantee,
 )
-from gpuprivacy.mechanisms._instance_optimal_approximate import corollary_5_1_radii as corollary_5_1_radii
-from gpuprivacy.mechanisms._instance_optimal_approximate import corollary_5_2_radii as corollary_5_2_radii
-from gpuprivacy.mechanisms._instance_optimal_approximate import radius_bounds as radius_bounds
-from gpuprivacy.mechanisms._instance_optimal_vector import VectorInfo as VectorInfo
-from gpuprivacy.mechanisms._instance_optimal_vector import piecewise_laplace_vector as piecewise_laplace_vector
-from gpuprivacy.mechanisms._instance_optimal_vector import (
+from gpuprivacy.mechanisms._instance_optimal._approximate import corollary_5_1_radii as corollary_5_1_radii
+from gpuprivacy.mechanisms._instance_optimal._approximate import corollary_5_2_radii as corollary_5_2_radii
+from gpuprivacy.mechanisms._instance_optimal._approximate import radius_bounds as radius_bounds
+from gpuprivacy.mechanisms._instance_optimal._vector import VectorInfo as VectorInfo
+from gpuprivacy.mechanisms._instance_optimal._vector import piecewise_laplace_vector as piecewise_laplace_vector
+from gpuprivacy.mechanisms._instance_optimal._vector import (
     piecewise_laplace_vector_guarantee as piecewise_laplace_vector_guarantee,
 )
-from gpuprivacy.mechanisms._instance_optimal_vector import vector_log_density as vector_log_density
+from gpuprivacy.mechanisms._instance_optimal._vector import vector_log_density as vector_log_density

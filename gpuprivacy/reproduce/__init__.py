@@ -10,8 +10,14 @@ from gpuprivacy.reproduce._registry import list_studies as list_studies
 from gpuprivacy.reproduce._registry import register_study as register_study
 from gpuprivacy.reproduce._registry import reproduce as reproduce
 from gpuprivacy.reproduce._rnm_bikes import rnm_bikes_config as rnm_bikes_config  # registers "rnm-bikes"
-from gpuprivacy.reproduce._seed004 import run_seed004_part as run_seed004_part, seed004_config as seed004_config
-from gpuprivacy.reproduce import _seed000  # noqa: F401  (registers "seed000")
-from gpuprivacy.reproduce import _seed001  # noqa: F401  (registers "seed001")
-from gpuprivacy.reproduce import _seed002  # noqa: F401  (registers "seed002")
-from gpuprivacy.reproduce import _seed003  # noqa: F401  (registers "seed003")
+from gpuprivacy.reproduce._gaussian_selection._study import gaussian_selection_config as gaussian_selection_config
+from gpuprivacy.reproduce._gaussian_selection._study import run_gaussian_selection_part as run_gaussian_selection_part
+from gpuprivacy.reproduce._registry import resolve_study as resolve_study
+from gpuprivacy.reproduce import _privacy_wrappers  # noqa: F401  (registers "linder2025-privacy-wrappers", alias "seed000")
+from gpuprivacy.reproduce import _instance_optimality  # noqa: F401  (registers "durfee2025-piecewise-laplace", alias "seed001")
+from gpuprivacy.reproduce import _blackbox_estimation  # noqa: F401  (registers "steinke2025-blackbox-estimation", alias "seed002")
+from gpuprivacy.reproduce import _private_median  # noqa: F401  (registers "tzamos2020-private-median", alias "seed003")
+
+# Older names, kept so that existing scripts and notebooks keep working.
+run_seed004_part = run_gaussian_selection_part
+seed004_config = gaussian_selection_config

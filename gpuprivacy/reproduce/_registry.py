@@ -26,21 +26,25 @@ _NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 
 
 class StudyInfo(NamedTuple):
-    """A registered study: ``name`` (folder and CLI name) and a one-line ``description``."""
+    """A registered study: ``name`` (folder and CLI name), a one-line ``description`` and its ``aliases``."""
 
     name: str
     description: str
+    aliases: tuple[str, ...] = ()
 
 
 class _Study(NamedTuple):
     fn: StudyFn
     description: str
+    aliases: tuple[str, ...]
 
 
 _STUDIES: dict[str, _Study] = {}
+_ALIASES: dict[str, str] = {}
 
 
-def register_study(name: str, fn: StudyFn, description: str, *, replace: bool = False) -> None:
+def register_study(name: str, fn: StudyFn, description: str, *, aliases: tuple[str, ...] = (),
+                   replace: bool = False) -> None:
     """Registers a reproduction study under ``name``.
 
     Args:
@@ -48,6 +52,9 @@ def register_study(name: str, fn: StudyFn, description: str, *, replace: bool = 
         ``"all"`` is reserved.
       fn: ``fn(study_dir, *, quick, progress) -> dict`` (see :data:`StudyFn`).
       description: one line for :func:`list_studies`.
+      aliases: other names that run the same study (e.g. an older name, so
+        that scripts written against it keep working); the study still writes
+        into ``out_dir/<name>/``.
       replace: allow replacing an existing registration.
     """
     if not isinstance(name, str) or not _NAME.match(name) or name == "all":
@@ -56,12 +63,34 @@ def register_study(name: str, fn: StudyFn, description: str, *, replace: bool = 
         raise TypeError(f"fn for study {name!r} must be callable, got {type(fn).__name__}.")
     if name in _STUDIES and not replace:
         raise ValueError(f"a study named {name!r} is already registered. Pick another name or pass replace=True.")
-    _STUDIES[name] = _Study(fn, str(description))
+    aliases = tuple(aliases)
+    for alias in aliases:
+        if not isinstance(alias, str) or not _NAME.match(alias) or alias == "all":
+            raise ValueError(f"study alias must match {_NAME.pattern} and not be 'all', got {alias!r}.")
+        taken = alias in _STUDIES or _ALIASES.get(alias, name) != name
+        if taken and not replace:
+            raise ValueError(f"the alias {alias!r} of study {name!r} is already a study name or another study's "
+                             "alias. Pick another alias or pass replace=True.")
+    _STUDIES[name] = _Study(fn, str(description), aliases)
+    for alias in aliases:
+        _ALIASES[alias] = name
+
+
+def resolve_study(name: str) -> str:
+    """The registered study name for ``name`` (a study name or one of its aliases)."""
+    if name in _STUDIES:
+        return name
+    if name in _ALIASES:
+        return _ALIASES[name]
+    known = ", ".join(sorted(_STUDIES)) or "none"
+    aliases = ", ".join(f"{a} -> {n}" for a, n in sorted(_ALIASES.items()))
+    hint = f" (aliases: {aliases})" if aliases else ""
+    raise ValueError(f"unknown study {name!r}. Known studies: {known}{hint}; or pass 'all'.")
 
 
 def list_studies() -> list[StudyInfo]:
     """The registered studies, sorted by name."""
-    return [StudyInfo(name, _STUDIES[name].description) for name in sorted(_STUDIES)]
+    return [StudyInfo(name, _STUDIES[name].description, _STUDIES[name].aliases) for name in sorted(_STUDIES)]
 
 
 def reproduce(name_or_all: str, *, quick: bool, out_dir: str | os.PathLike,
@@ -76,7 +105,7 @@ def reproduce(name_or_all: str, *, quick: bool, out_dir: str | os.PathLike,
     resumes an interrupted run; delete the folder for a fresh one.
 
     Args:
-      name_or_all: a name from :func:`list_studies`, or ``"all"``.
+      name_or_all: a name (or alias) from :func:`list_studies`, or ``"all"``.
       quick: a reduced run (fewer trials and grid points) for smoke tests;
         the report says so.
       out_dir: parent folder; created if missing.
@@ -90,18 +119,17 @@ def reproduce(name_or_all: str, *, quick: bool, out_dir: str | os.PathLike,
       ImportError: if matplotlib is missing (``pip install gpuprivacy[plots]``).
 
     Examples:
-      >>> [s.name for s in list_studies()][:1]
-      ['rnm-bikes']
+      >>> [s.name for s in list_studies()][-1]
+      'tzamos2020-private-median'
+      >>> resolve_study("seed004")
+      'lebensold2024-gaussian-selection'
     """
     if not isinstance(quick, bool):
         raise TypeError(f"quick must be True or False, got {quick!r}.")
     if name_or_all == "all":
         names = sorted(_STUDIES)
-    elif name_or_all in _STUDIES:
-        names = [name_or_all]
     else:
-        known = ", ".join(sorted(_STUDIES)) or "none"
-        raise ValueError(f"unknown study {name_or_all!r}. Known studies: {known}; or pass 'all'.")
+        names = [resolve_study(name_or_all)]
     require_matplotlib()  # fail before any computation
     out_dir = pathlib.Path(out_dir)
     folders = []

@@ -277,7 +277,7 @@ def test_all_subsets_design_runs_through_the_evaluator():
     assert release.info.aggregation in ("subset_transform", "branching")  # the cheaper exact method
 
 
-@pytest.mark.parametrize("module", ["gpuprivacy.mechanisms._covering_estimator", "gpuprivacy.designs._aggregate",
+@pytest.mark.parametrize("module", ["gpuprivacy.mechanisms._covering._estimators", "gpuprivacy.designs._aggregate",
                                     "gpuprivacy.designs._constructions", "gpuprivacy.designs._planner",
                                     "gpuprivacy.designs._bounds"])
 def test_docstring_examples_of_seed_002(module):

@@ -1,0 +1,1 @@
+"""Private: see the public namespace that re-exports this family."""

@@ -1,0 +1,342 @@
+"""Shifted Inverse (promise: monotone f) and Sens-o-Matic (every f), spec 000 A1-A2.
+
+Linder, Raskhodnikova, Smith & Steinke, *Privately Evaluating Untrusted
+Black-Box Functions*, Lemma 3.2 (ShI, after Fang, Dong & Yi 2022) and
+Algorithm 1 / Theorem 3.1 (Sens-o-Matic).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import mpmath
+import numpy as np
+
+from gpuprivacy._checks import check_epsilon, check_int, check_key, check_probability
+from gpuprivacy._typing import Array, Key
+from gpuprivacy.accounting import ApproxDP, PureDP, round_up
+from gpuprivacy.mechanisms._release import Release
+from gpuprivacy.mechanisms._wrappers._common import (
+    NONRESPONSE,
+    Cache,
+    build_cache,
+    check_common,
+    check_grid,
+    clamp_int,
+    closure_max_level_min,
+    concrete_int,
+    float_up,
+    laplace_cdf_mp,
+    plan_cap,
+    round_to_grid,
+    run_on_cache,
+)
+from gpuprivacy.noise import gumbel, laplace
+from gpuprivacy.subsets._powerset import plan_queries
+
+
+class ShiftedInverseInfo(NamedTuple):
+    """Info of :func:`shifted_inverse`.
+
+    Attributes:
+      index: grid index of the released value (a function of the value).
+      depth: the public locality lam.
+      nonprivate_num_queries: oracle calls made, ``Q(n, lam)`` (reveals n).
+    """
+
+    index: Array
+    depth: int
+    nonprivate_num_queries: int
+
+
+class SensOMaticInfo(NamedTuple):
+    """Info of :func:`sens_o_matic`.
+
+    Attributes:
+      level: the released level ``l = floor(|x| - 3 lam/4 + Lap(2/epsilon))`` (accounted, spec 000 P5).
+      nonresponse: True iff the release is BOT (only with a public ``max_depth`` cap).
+      index: grid index of the released value (-1 for BOT).
+      shifted_inverse_depth: the public depth lamS of the inner Shifted Inverse.
+      nonprivate_depth: ``D = |x| - l`` (with l it reveals |x|).
+      nonprivate_num_queries: oracle calls made.
+    """
+
+    level: Array
+    nonresponse: Array
+    index: Array
+    shifted_inverse_depth: int
+    nonprivate_depth: Array
+    nonprivate_num_queries: int
+
+
+def shifted_inverse_depth(*, epsilon: float, beta: float, grid_size: int) -> int:
+    """lam_ShI: the smallest integer with ``lam + 1 > (4/epsilon) ln(k/beta)`` (spec 000 A1; mpmath).
+
+    Examples:
+      >>> shifted_inverse_depth(epsilon=0.5, beta=0.025, grid_size=2**8)  # Sens-o-Matic eps=1, beta=0.05
+      73
+    """
+    epsilon = check_epsilon(epsilon)
+    beta = check_probability("beta", beta)
+    k = check_int("grid_size", grid_size, minimum=2)
+    with mpmath.workdps(50):
+        x = 4 / mpmath.mpf(epsilon) * mpmath.log(mpmath.mpf(k) / mpmath.mpf(beta))
+        # lam + 1 > x  <=>  lam >= floor(x) (x integer or not).
+        return max(0, int(mpmath.floor(x)))
+
+
+def sens_o_matic_depths(*, epsilon: float, beta: float, grid_size: int) -> tuple[int, int]:
+    """``(lamS, lam)`` of Algorithm 1: ``lamS = lam_ShI(epsilon/2, beta/2, k)``, ``lam = 2 lamS`` (spec 000 §5.2).
+
+    Examples:
+      >>> sens_o_matic_depths(epsilon=1.0, beta=0.05, grid_size=2**16)
+      (118, 236)
+    """
+    lam_s = shifted_inverse_depth(epsilon=check_epsilon(epsilon) / 2, beta=check_probability("beta", beta) / 2,
+                                  grid_size=grid_size)
+    return lam_s, 2 * lam_s
+
+
+def sens_o_matic_cap_delta(*, epsilon: float, beta: float, grid_size: int, max_depth: int) -> float:
+    """delta of the depth cap: ``e^epsilon * P(D > max_depth)`` with ``D = ceil(3 lam/4 - Z)`` (spec 000 P6(c)).
+
+    ``ceil(a) > m`` iff ``a > m`` for an integer m, so
+    ``P(D > m) = P(Z < 3 lam/4 - m) = F_Lap(2/epsilon)(3 lam/4 - m)``; mpmath, rounded up.
+    """
+    _, lam = sens_o_matic_depths(epsilon=epsilon, beta=beta, grid_size=grid_size)
+    max_depth = check_int("max_depth", max_depth, minimum=0)
+    with mpmath.workdps(50):
+        p = laplace_cdf_mp(mpmath.mpf(3) * lam / 4 - max_depth, 2 / mpmath.mpf(epsilon))
+        return min(1.0, float_up(mpmath.exp(mpmath.mpf(epsilon)) * p))
+
+
+def sens_o_matic_guarantee(*, epsilon: float, beta: float, grid_size: int, max_depth: int | None = None):
+    """Sens-o-Matic's guarantee (Thm 3.1): pure epsilon-DP for every f; (epsilon, delta) with a depth cap.
+
+    Examples:
+      >>> sens_o_matic_guarantee(epsilon=1.0, beta=0.05, grid_size=8).epsilon >= 1.0
+      True
+    """
+    epsilon = check_epsilon(epsilon)
+    check_probability("beta", beta)
+    check_int("grid_size", grid_size, minimum=2)
+    if max_depth is None:
+        return PureDP(epsilon=round_up(epsilon))
+    delta = sens_o_matic_cap_delta(epsilon=epsilon, beta=beta, grid_size=grid_size, max_depth=max_depth)
+    if delta >= 1.0:
+        raise ValueError(f"max_depth={max_depth} is so small that the cap's delta = e^epsilon P(D > max_depth) "
+                         "is >= 1; raise max_depth (delta falls by e^(-epsilon/2) per extra level).")
+    return ApproxDP(epsilon=round_up(epsilon), delta=delta)
+
+
+def shifted_inverse_guarantee(*, epsilon: float):
+    """(epsilon, 0)-DP, **only if the oracle is monotone** (Lemma 3.2 / 3.4); not a privacy wrapper."""
+    return PureDP(epsilon=round_up(check_epsilon(epsilon)))
+
+
+# ----------------------------------------------------------------------------------------------
+# Kernels
+
+def shifted_inverse_select(key, minima: Array, *, grid_size: int, epsilon: float) -> Array:
+    """Exponential mechanism of ShI on per-level minima ``G_0..G_lam`` (grid indices; ``k`` = empty level).
+
+    ``L_j = min({d : G_d <= j} u {lam+1})`` equals the number of d with
+    ``P_d > j`` for the prefix minima P (nonincreasing), ``L_{-1} = lam + 1``
+    encodes g(x, 0) = 0, ``score_j = min(lam + 1 - L_j, L_{j-1})`` in
+    {0..lam+1} and ``Pr[j] ~ exp((epsilon/2) score_j)`` (spec 000 A1, P9);
+    sampled by Gumbel-max in log space (idealized numerics).
+    """
+    lam = minima.shape[0] - 1
+    prefix = jax.lax.cummin(minima)
+    j = jnp.arange(grid_size, dtype=minima.dtype)
+    # P is nonincreasing, so -P is nondecreasing and #{d : P_d > j} = #{d : -P_d < -j}.
+    levels = jnp.searchsorted(-prefix, -j, side="left").astype(jnp.int64)
+    previous = jnp.concatenate([jnp.full((1,), lam + 1, jnp.int64), levels[:-1]])
+    scores = jnp.minimum(lam + 1 - levels, previous)
+    logits = (epsilon / 2) * scores.astype(jnp.float64)
+    return jnp.argmax(logits + gumbel(key, (grid_size,))).astype(jnp.int32)
+
+
+def shifted_inverse_scores(minima: np.ndarray, grid_size: int) -> np.ndarray:
+    """The integer scores of :func:`shifted_inverse_select` (NumPy; used by exact-distribution tests)."""
+    minima = np.asarray(minima)
+    lam = minima.shape[0] - 1
+    levels = np.asarray([min([d for d in range(lam + 1) if minima[d] <= j] + [lam + 1]) for j in range(grid_size)])
+    previous = np.concatenate([[lam + 1], levels[:-1]])
+    return np.minimum(lam + 1 - levels, previous)
+
+
+@functools.partial(jax.jit, static_argnums=(1, 2))
+def _som_depth(key, lam: int, epsilon: float):
+    # D = |x| - l = ceil(3 lam/4 - Z), Z ~ Lap(2/epsilon): a function of the noise only (spec 000 A2).
+    z = laplace(key) * (2.0 / epsilon)
+    return clamp_int(jnp.ceil(0.75 * lam - z))
+
+
+def _som_release(cache: Cache, key, depth, *, lam_s: int, grid_size: int, epsilon: float,
+                 max_depth: int | None):
+    low = cache.n - depth
+    minima = closure_max_level_min(cache, low, lambda v, s: v, jnp.int32(0), lam_s + 1, jnp.int32(grid_size))
+    index = shifted_inverse_select(key, minima, grid_size=grid_size, epsilon=epsilon / 2)
+    bot = jnp.asarray(False) if max_depth is None else depth > max_depth
+    return jnp.where(bot, -1, index), bot, low
+
+
+def sens_o_matic(key: Key, data, *, oracle_fn, grid, epsilon: float, beta: float, max_depth: int | None = None,
+                 capacity: int | None = None, max_queries: int | None = None, chunk_size: int | None = None,
+                 verify_determinism: bool = False, progress: bool = False) -> Release:
+    """Sens-o-Matic: automated sensitivity detection, private for **every** oracle (Algorithm 1, Thm 3.1).
+
+    With ``lamS = lam_ShI(epsilon/2, beta/2, k)`` and ``lam = 2 lamS``:
+
+    .. math::
+        l = \\lfloor |x| - \\tfrac34 \\lambda + Z \\rfloor,\\ Z \\sim \\mathrm{Lap}(2/\\varepsilon);\\qquad
+        \\text{out} = \\mathrm{ShI}_{\\varepsilon/2,\\ \\lambda_S}\\big(x, M_l[f]\\big),\\quad
+        M_l[f](x) = \\max\\big(\\{f(z) : z \\subseteq x, |z| \\ge l\\} \\cup \\{y_1\\}\\big).
+
+    The released pair is ``(l, out)``. Privacy: epsilon/2 for l plus epsilon/2
+    for ShI on the monotone M_l[f] (Lemma 3.4), so pure epsilon-DP for every f.
+    Accuracy: with probability >= 1 - beta, ``min f(N_lam(x)) <= out <= max f(N_lam(x))``
+    (values rounded to the grid). The depth ``D = |x| - l`` depends on the noise
+    only; the query set is every subset of size >= max(l, 0), ``Q(n, D)`` queries.
+
+    Depth cap (spec 000 P6): capping D breaks pure DP. Without ``max_depth``
+    the planner requires the power set, ``2**n <= max_queries``. With a public
+    ``max_depth`` the release is BOT whenever D > max_depth, an event of the
+    noise alone with probability p, and the guarantee becomes
+    ``(epsilon, e^epsilon p)`` (:func:`sens_o_matic_cap_delta`, exact, mpmath).
+
+    Oracle values are rounded to the nearest grid point (ties down); NaN and
+    -inf map to ``grid[0]``, +inf to ``grid[-1]`` (post-processing of f).
+
+    Args:
+      key: a single PRNG key.
+      data: ``[n, ...]`` rows (the atoms).
+      oracle_fn: untrusted ``f(rows, valid) -> scalar``.
+      grid: the public finite range Y (sorted, distinct, >= 2 points).
+      epsilon: privacy parameter (> 0).
+      beta: failure probability in (0, 1) (accuracy only).
+      max_depth: optional public cap on D (turns the guarantee into (epsilon, delta)).
+      capacity: public block size the oracle is traced with (default 32).
+      max_queries: public budget of oracle calls (default 2**27).
+      chunk_size: evaluator chunk size.
+      verify_determinism: evaluate twice and raise (before any noise is used) if
+        any subset gets two different values (doubles the queries; see
+        :func:`gpuprivacy.oracle.evaluate_levels` for the oracle contract).
+      progress: progress bar.
+
+    Returns:
+      ``Release(value, SensOMaticInfo)``; value is a grid point or NaN (BOT).
+
+    Raises:
+      ValueError: bad parameters, or the planned ``Q(n, cap)`` exceeds
+        ``max_queries`` (raised before any noise is drawn).
+
+    Examples:
+      >>> import jax, numpy as np
+      >>> from gpuprivacy import oracle
+      >>> from gpuprivacy.mechanisms import wrappers
+      >>> out = wrappers.sens_o_matic(jax.random.key(0), np.linspace(0.4, 0.6, 12), oracle_fn=oracle.mean,
+      ...                             grid=np.linspace(0, 1, 11), epsilon=4.0, beta=0.1)
+      >>> float(out.value)
+      0.5
+
+    References:
+      Linder, Raskhodnikova, Smith & Steinke, Privately Evaluating Untrusted
+      Black-Box Functions, Algorithm 1, Theorem 3.1, Lemma 3.2.
+    """
+    key = check_key(key)
+    y = check_grid(grid)
+    epsilon = check_epsilon(epsilon)
+    beta = check_probability("beta", beta)
+    data, n, capacity, max_queries = check_common(data, capacity, max_queries)
+    if max_depth is not None:
+        max_depth = check_int("max_depth", max_depth, minimum=0)
+    k = int(y.size)
+    lam_s, lam = sens_o_matic_depths(epsilon=epsilon, beta=beta, grid_size=k)
+    cap = plan_cap(n, max_depth)
+    plan_queries(n, cap, max_queries=max_queries, what="sens_o_matic")  # before any noise (P6)
+    level_key, out_key = jax.random.split(key)
+    depth = _som_depth(level_key, lam, epsilon)
+    concrete = concrete_int(depth)
+    grid_device = jnp.asarray(y)
+    if concrete is not None and max_depth is not None and concrete > max_depth:
+        info = SensOMaticInfo(jnp.asarray(n - concrete), jnp.asarray(True), jnp.asarray(-1, jnp.int32), lam_s,
+                              depth, 0)
+        return Release(jnp.asarray(NONRESPONSE), info)
+    eval_depth = cap if concrete is None else max(0, min(concrete, cap))
+    cache = build_cache(oracle_fn, data, depth=eval_depth, cap=cap, capacity=capacity, max_queries=max_queries,
+                        chunk_size=chunk_size, progress=progress,
+                        sanitise=lambda v: round_to_grid(v, grid_device), fill=jnp.int32(0),
+                        verify_determinism=verify_determinism)
+    index, bot, low = run_on_cache(_som_release, cache, out_key, depth, lam_s=lam_s, grid_size=k,
+                                   epsilon=epsilon, max_depth=max_depth)
+    value = jnp.where(bot, NONRESPONSE, grid_device[jnp.maximum(index, 0)])
+    info = SensOMaticInfo(low, bot, index, lam_s, depth, cache.num_queries)
+    return Release(value, info)
+
+
+def shifted_inverse(key: Key, data, *, oracle_fn, grid, epsilon: float, beta: float, depth: int | None = None,
+                    capacity: int | None = None, max_queries: int | None = None, chunk_size: int | None = None,
+                    progress: bool = False) -> Release:
+    """Shifted Inverse mechanism (Fang, Dong & Yi 2022; Lemma 3.2), **private only for monotone oracles**.
+
+    .. math::
+        G_d = \\min\\{f(s) : |x \\setminus s| = d\\},\\quad
+        L_j = \\min(\\{d \\le \\lambda : G_d \\le y_j\\} \\cup \\{\\lambda+1\\}),\\quad
+        \\Pr[j] \\propto \\exp\\big(\\tfrac{\\varepsilon}{2}\\min(\\lambda+1-L_j,\\ L_{j-1})\\big).
+
+    This is NOT a privacy wrapper (spec 000 P4): for a non-monotone f the
+    scores can move by more than one between neighbours and epsilon-DP fails
+    (the tests show a breach). Use :func:`sens_o_matic` for untrusted f. With
+    probability >= 1 - beta, ``f(x) - DS_lam(x) <= out <= f(x)`` (one-sided).
+
+    Args:
+      key: a single PRNG key.
+      data: ``[n, ...]`` rows.
+      oracle_fn: a monotone ``f(rows, valid) -> scalar`` (promise).
+      grid: the finite range Y (sorted, distinct, >= 2 points).
+      epsilon: privacy parameter under the promise.
+      beta: failure probability (sets lam, accuracy only).
+      depth: the locality lam (default ``lam_ShI(epsilon, beta, k)``).
+      capacity, max_queries, chunk_size, progress: as in :func:`sens_o_matic`.
+
+    Returns:
+      ``Release(value, ShiftedInverseInfo)``, value a grid point.
+
+    Examples:
+      >>> import jax, numpy as np
+      >>> from gpuprivacy import oracle
+      >>> from gpuprivacy.mechanisms import wrappers
+      >>> out = wrappers.shifted_inverse(jax.random.key(1), np.ones(6), oracle_fn=oracle.count,
+      ...                                grid=np.arange(10.0), epsilon=8.0, beta=0.1, depth=3)
+      >>> float(out.value) <= 6
+      True
+
+    References:
+      Linder et al., Lemma 3.2; Fang, Dong & Yi, Shifted Inverse, SIGMOD 2022.
+    """
+    key = check_key(key)
+    y = check_grid(grid)
+    epsilon = check_epsilon(epsilon)
+    beta = check_probability("beta", beta)
+    data, n, capacity, max_queries = check_common(data, capacity, max_queries)
+    k = int(y.size)
+    lam = shifted_inverse_depth(epsilon=epsilon, beta=beta, grid_size=k) if depth is None else \
+        check_int("depth", depth, minimum=0)
+    grid_device = jnp.asarray(y)
+    cache = build_cache(oracle_fn, data, depth=lam, cap=min(lam, n), capacity=capacity, max_queries=max_queries,
+                        chunk_size=chunk_size, progress=progress,
+                        sanitise=lambda v: round_to_grid(v, grid_device), fill=jnp.int32(0), regime="levels")
+    index = run_on_cache(_shi_release, cache, key, lam=lam, grid_size=k, epsilon=epsilon)
+    return Release(grid_device[index], ShiftedInverseInfo(index, lam, cache.num_queries))
+
+
+def _shi_release(cache: Cache, key, *, lam: int, grid_size: int, epsilon: float):
+    mins = [level.min() for level in cache.values]
+    mins += [jnp.int32(grid_size)] * (lam + 1 - len(mins))  # levels deeper than n are empty
+    minima = jnp.stack([jnp.asarray(m, jnp.int32) for m in mins])
+    return shifted_inverse_select(key, minima, grid_size=grid_size, epsilon=epsilon)

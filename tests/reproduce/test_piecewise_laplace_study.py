@@ -1,0 +1,74 @@
+"""reproduce("durfee2025-piecewise-laplace", quick=True): files, plots, and the claims of Durfee (2025) in the numbers."""
+
+import csv
+import json
+
+import pytest
+
+from gpuprivacy.reproduce import list_studies, reproduce
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture(scope="module")
+def study_dir(tmp_path_factory):
+    out = tmp_path_factory.mktemp("seed001")
+    folders = reproduce("durfee2025-piecewise-laplace", quick=True, out_dir=out, progress=False)
+    assert len(folders) == 1
+    return folders[0]
+
+
+@pytest.fixture(scope="module")
+def results(study_dir):
+    return json.loads((study_dir / "results.json").read_text())
+
+
+def test_registered():
+    assert "durfee2025-piecewise-laplace" in [s.name for s in list_studies()]
+
+
+def test_files_and_plots(study_dir):
+    for name in ("report.md", "results.json", "results.csv", "metadata.json", "error_cdf_median.png",
+                 "plm_over_laplace.png"):
+        assert (study_dir / name).exists(), name
+    for png in ("error_cdf_median.png", "plm_over_laplace.png"):
+        data = (study_dir / png).read_bytes()
+        assert data.startswith(PNG_MAGIC) and len(data) > 10_000
+    meta = json.loads((study_dir / "metadata.json").read_text())
+    assert meta["quick"] is True and 0 < meta["wall_s"] < 120
+
+
+def test_dominance_theorem_2_holds_in_every_cell(results):
+    rows = results["rows"]
+    assert len(rows) == results["cells"] > 50
+    assert all(r["plm_beats_inv"] == 1.0 for r in rows)
+    assert all(r["plm"] < r["inv"] for r in rows)
+    assert results["error_cdf"]["gap_min"] > -1e-12 and results["error_cdf"]["gap_max"] > 1e-3
+
+
+def test_factor_two_is_reported_honestly(results, study_dir):
+    rows = results["rows"]
+    # PLM is never worse than Laplace at epsilon/2 (its worst case) ...
+    assert all(r["plm"] <= r["laplace_half_epsilon"] * (1 + 1e-12) for r in rows)
+    # ... but plain Laplace at the same epsilon beats it on the clipped mean, where local ~ global sensitivity.
+    losses = [r for r in rows if r["laplace"] < r["plm"]]
+    assert losses and {r["statistic"] for r in losses} == {"clipped_mean"}
+    assert results["laplace_beats_plm_cells"] == len(losses)
+    report = (study_dir / "report.md").read_text()
+    assert "factor two" in report and f"{len(losses)}/{len(rows)}" in report
+    # On the median PLM beats every baseline by a wide margin at n = 201.
+    med = [r for r in rows if r["statistic"] == "median" and r["n"] == 201 and r["distribution"] == "normal"]
+    assert all(r["plm"] < r["smooth_laplace"] < r["laplace"] for r in med)
+    assert all(r["plm_median_abs"] < r["smooth_cauchy_median_abs"] for r in med)
+
+
+def test_monte_carlo_agrees_with_exact(results):
+    mc = results["monte_carlo"]
+    assert abs(mc["monte_carlo"] - mc["exact"]) < 5 * mc["standard_error"]
+
+
+def test_csv_matches_json(study_dir, results):
+    with open(study_dir / "results.csv") as fh:
+        rows = list(csv.DictReader(fh))
+    assert len(rows) == len(results["rows"])
+    assert float(rows[0]["plm"]) == pytest.approx(results["rows"][0]["plm"], rel=1e-12)

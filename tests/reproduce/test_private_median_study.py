@@ -1,0 +1,92 @@
+"""reproduce("tzamos2020-private-median", quick=True): files, plots, and numbers checked against spec 003."""
+
+import csv
+import json
+
+import numpy as np
+import pytest
+
+from gpuprivacy.reproduce import list_studies, reproduce
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture(scope="module")
+def study_dir(tmp_path_factory):
+    (folder,) = reproduce("tzamos2020-private-median", quick=True, out_dir=tmp_path_factory.mktemp("reproduce"), progress=False)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def results(study_dir):
+    return json.loads((study_dir / "results.json").read_text(encoding="utf-8"))["results"]
+
+
+def test_study_is_registered():
+    assert "tzamos2020-private-median" in {s.name for s in list_studies()}
+
+
+def test_folder_has_every_file(study_dir):
+    names = {p.name for p in study_dir.iterdir()}
+    assert {"report.md", "results.json", "rates.csv", "baselines.csv", "metadata.json", "baselines.png",
+            "counterexamples.png", "rates_eps1.0.png"} <= names
+    for name in ("baselines.png", "counterexamples.png", "rates_eps1.0.png"):
+        data = (study_dir / name).read_bytes()
+        assert data.startswith(PNG_MAGIC) and len(data) > 10_000
+
+
+def test_counterexamples_match_spec_3_2(results):
+    ties, no_ties = results["counterexamples"]
+    assert ties["both_in_H"] and no_ties["both_in_H"]
+    assert (ties["d_hamming"], no_ties["d_hamming"]) == (1, 35)
+    assert ties["restricted_log_ratio"] == pytest.approx(6.0, abs=1e-9)
+    assert no_ties["restricted_log_ratio"] == pytest.approx(48.0, abs=1e-9)
+    assert ties["restricted_allowance"] == 0.5 and no_ties["restricted_allowance"] == 17.5
+    assert ties["general_log_ratio"] == pytest.approx(0.5, abs=1e-9)
+    assert no_ties["general_log_ratio"] == pytest.approx(9.0, abs=1e-9)
+    assert ties["tv_general_vs_restricted"] == pytest.approx(0.767, abs=2e-3)
+    assert no_ties["tv_general_vs_restricted"] == pytest.approx(0.883, abs=2e-3)
+    assert results["checks"]["shortcut_violates"] and results["checks"]["general_holds"]
+
+
+def test_rates_shrink_with_n_and_routes_are_reported(results):
+    rates = results["rates"]
+    for dist in {r["distribution"] for r in rates}:
+        q = [r["error_q90"] for r in sorted((r for r in rates if r["distribution"] == dist), key=lambda r: r["n"])]
+        assert q[-1] < q[0] / 10                      # n grows 100x: the error falls by well over 10x
+    assert all(0 <= r["fast_path_rate"] <= 1 and 0 <= r["overflow_rate"] <= 1 for r in rates)
+    assert np.mean([r["fast_path_rate"] for r in rates]) > 0.9   # typical data take the certified path
+
+
+def test_csv_equals_json(study_dir, results):
+    with (study_dir / "rates.csv").open(encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == len(results["rates"])
+    for row, ref in zip(rows, results["rates"]):
+        assert row["distribution"] == ref["distribution"] and float(row["error_q90"]) == pytest.approx(ref["error_q90"])
+
+
+def test_baselines_and_privacy(results):
+    rows = results["baselines"]["rows"]
+    mechanisms = {r["mechanism"] for r in rows}
+    assert {"private_median (3.6)", "nonprivate_median", "exponential_mechanism_median",
+            "UNSAFE flattened-Laplace shortcut"} <= mechanisms
+    assert all(not r["private"] for r in rows if r["mechanism"].startswith(("UNSAFE", "nonprivate")))
+    assert results["privacy"]["max_ratio_over_eps_d"] <= 1 + 1e-9
+    assert results["privacy"]["max_ratio_over_eps_d"] > 0.2
+
+
+def test_constants_match_spec(results):
+    constants = results["constants"]
+    assert constants["theory_constant"] == pytest.approx(104.312203682800634, rel=1e-15)
+    assert constants["restricted"][0]["Zhat"] == pytest.approx(0.288, rel=1e-12)
+    assert constants["restricted"][0]["tail_0_1"] == pytest.approx(0.4993517886, abs=1e-9)
+    assert constants["lower_bounds"][0]["local"] == pytest.approx(45.0921, abs=1e-4)
+    assert constants["lower_bounds"][1]["range"] == pytest.approx(227.637, abs=1e-3)
+
+
+def test_report_and_metadata(study_dir):
+    report = (study_dir / "report.md").read_text(encoding="utf-8")
+    assert "Case-A shortcut is not private" in report and "UNSAFE" in report and "![](rates_eps1.0.png)" in report
+    meta = json.loads((study_dir / "metadata.json").read_text(encoding="utf-8"))
+    assert meta["study"] == "tzamos2020-private-median" and meta["quick"] is True and meta["seed"] == 3
