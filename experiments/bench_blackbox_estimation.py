@@ -152,7 +152,7 @@ def main(argv=None):
         json.dump({"meta": meta, "results": [row]}, sys.stdout, indent=1)
         print()
         return
-    print(f"# bench_seed002  {meta['date']}  devices={meta['devices']}  jax {meta['jax']}  cpus={meta['cpus']}")
+    print(f"# bench_blackbox_estimation  {meta['date']}  devices={meta['devices']}  jax {meta['jax']}  cpus={meta['cpus']}")
     print(f"load (1/5/15 min) before {row['load_before']}, after {row['load_after']}")
     print(row["case"])
     print(f"  ours (vmapped evaluate)   {row['ours_s']:9.3f} s   (first call {row['ours_first_call_s']:.2f} s)")

@@ -91,7 +91,7 @@ def main(argv=None):
     rows = [row for n in sizes for row in run_case(n, loop_limit=args.loop_limit)]
     release = run_release()
     load = os.getloadavg()
-    result = dict(benchmark="seed000", gpuprivacy=gpuprivacy.__version__, jax=jax.__version__,
+    result = dict(benchmark="privacy_wrappers", gpuprivacy=gpuprivacy.__version__, jax=jax.__version__,
                   device=jax.devices()[0].device_kind, platform=platform.platform(), cpu_count=os.cpu_count(),
                   load_average=load, rows=rows, release=release)
     if args.json:

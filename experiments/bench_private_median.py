@@ -127,7 +127,7 @@ def main(argv=None):
         json.dump({"meta": meta, "results": results}, sys.stdout, indent=1)
         print()
         return
-    print(f"# bench_seed003  {meta['date']}  devices={meta['devices']}  jax {meta['jax']}")
+    print(f"# bench_private_median  {meta['date']}  devices={meta['devices']}  jax {meta['jax']}")
     print(f"# load before: {meta['uptime_before']}\n# load after:  {meta['uptime_after']}")
     a, b = results
     print(f"{a['case']}: ours {a['ours_s']:.3f} s (first call {a['ours_first_call_s']:.1f} s), NumPy loop "

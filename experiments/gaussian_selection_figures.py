@@ -2,7 +2,7 @@
 
 A thin client of :mod:`gpuprivacy.reproduce`: without ``--part`` it runs the
 registered study ``seed004`` (report, raw numbers, every PNG, metadata) into
-``OUT/seed004/``, exactly as ``gpuprivacy reproduce seed004`` does; with
+``OUT/lebensold2024-gaussian-selection/``, exactly as ``gpuprivacy reproduce lebensold2024-gaussian-selection`` does; with
 ``--part`` it runs only the named parts into ``OUT/seed004-parts/``, writing
 each part's PNGs and ``<part>.json``.
 
@@ -31,7 +31,7 @@ def main(argv=None) -> int:
     parser.add_argument("--no-progress", action="store_true")
     args = parser.parse_args(argv)
     if not args.part:
-        (folder,) = reproduce("seed004", quick=args.quick, out_dir=args.out, progress=not args.no_progress)
+        (folder,) = reproduce("lebensold2024-gaussian-selection", quick=args.quick, out_dir=args.out, progress=not args.no_progress)
         print(f"wrote {folder} (report: {folder / 'report.md'})")
         return 0
     folder = args.out / "seed004-parts"

@@ -1,6 +1,6 @@
 """Seed 003: error quantiles of the private median vs n and epsilon (spec 003 Sec. 3.3), a CPU-sized grid.
 
-The same measurement as ``gpuprivacy reproduce seed003`` (rates part), on a grid between quick and full:
+The same measurement as ``gpuprivacy reproduce tzamos2020-private-median`` (rates part), on a grid between quick and full:
 n in {1e2, 1e3, 1e4, 1e5}, epsilon in {0.1, 0.25, 0.5, 1}, four admissible distributions with median 0
 (L = 0.15, r = 1, R = 10, C = 6). Reports the 90% quantile of |estimate - median|, the fast-path and
 overflow rates. Public API only.

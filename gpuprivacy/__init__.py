@@ -4,7 +4,7 @@ Importing gpuprivacy enables float64 in JAX (see :mod:`gpuprivacy._config`).
 
 Subpackages:
   subsets: subset families (removals, partitions, random subsets, masks).
-  designs: covering designs (seed 002) as subset families.
+  designs: covering designs (Steinke & Steinke 2025) as subset families.
   oracle: batched, isolating evaluation of untrusted statistics; ready oracles.
   noise: keyed samplers (continuous, truncated, discrete, secure grid release).
   mechanisms: classic DP mechanisms returning ``Release(value, info)``.
@@ -31,4 +31,4 @@ from gpuprivacy.accounting import ZCDP as ZCDP
 from gpuprivacy.mechanisms import Release as Release
 from gpuprivacy.oracle import evaluate as evaluate
 
-__version__ = "0.1.0"
+from gpuprivacy._version import __version__ as __version__

@@ -153,3 +153,40 @@ def check_chunk_size(chunk_size: Any) -> int | None:
     if chunk_size is None:
         return None
     return check_int("chunk_size", chunk_size, minimum=1)
+
+
+def check_rows_in_domain(data: Any, lower: Any, upper: Any, clip: Any, name: str = "data") -> Any:
+    """Every private median's rule for rows outside the public domain ``[lower, upper]``.
+
+    ``data`` has been through :func:`check_data` (so NaN/inf were already
+    rejected with the shared message). With ``clip=False`` a row outside
+    ``[lower, upper]`` is a ``ValueError`` naming the argument, how many rows
+    and the first offending value; with ``clip=True`` rows are clamped to
+    ``[lower, upper]``. Infinite ends (an unbounded domain) never reject and
+    never clamp. On JAX tracers (under ``jit``/``vmap``, where checks are
+    skipped) the rows are clamped, so kernels stay total.
+
+    Returns:
+      ``data`` clamped to ``[lower, upper]`` (a NumPy array, or a JAX array for
+      traced data); unchanged when both ends are infinite.
+    """
+    if not isinstance(clip, (bool, np.bool_)):
+        raise TypeError(f"clip must be True or False, got {clip!r} of type {type(clip).__name__}.")
+    clip = bool(clip)
+    if is_tracer(lower) or is_tracer(upper):
+        return jax.numpy.clip(jax.numpy.asarray(data, jax.numpy.float64), lower, upper)
+    lower, upper = float(lower), float(upper)
+    if math.isinf(lower) and math.isinf(upper):
+        return data
+    if is_tracer(data):
+        return jax.numpy.clip(jax.numpy.asarray(data, jax.numpy.float64), lower, upper)
+    arr = np.asarray(data)
+    outside = (arr < lower) | (arr > upper)
+    if outside.any() and not clip:
+        where = tuple(int(i) for i in np.argwhere(outside)[0])
+        index = where[0] if len(where) == 1 else where
+        raise ValueError(
+            f"{name} has {int(outside.sum())} row(s) outside the declared domain [lower, upper] = "
+            f"[{lower!r}, {upper!r}]; the first is {float(arr[where])!r} at index {index}. Widen lower/upper "
+            "(they must be public, not computed from the data) or pass clip=True to clamp rows to [lower, upper].")
+    return np.clip(arr.astype(np.float64), lower, upper)

@@ -10,7 +10,14 @@ from gpuprivacy.accounting._guarantees import zcdp_delta_cks as zcdp_delta_cks
 from gpuprivacy.accounting._guarantees import zcdp_epsilon_bun_steinke as zcdp_epsilon_bun_steinke
 from gpuprivacy.accounting._guarantees import zcdp_epsilon_cks as zcdp_epsilon_cks
 
-# Gaussian selection with pure DP (spec 004): bounds, baselines, calibration.
+# Gaussian mechanism calibration (re-exported by gpuprivacy.mechanisms).
+from gpuprivacy.accounting._gaussian_calibration import gaussian_delta_analytic as gaussian_delta_analytic
+from gpuprivacy.accounting._gaussian_calibration import gaussian_sigma_analytic as gaussian_sigma_analytic
+from gpuprivacy.accounting._gaussian_calibration import gaussian_sigma_classic as gaussian_sigma_classic
+from gpuprivacy.accounting._gaussian_calibration import gaussian_sigma_discrete as gaussian_sigma_discrete
+from gpuprivacy.accounting._gaussian_calibration import gaussian_sigma_zcdp as gaussian_sigma_zcdp
+
+# Gaussian selection with pure DP (Lebensold et al. 2024): bounds, baselines, calibration.
 from gpuprivacy.accounting._calibrate import CALIBRATION_BOUNDS as CALIBRATION_BOUNDS
 from gpuprivacy.accounting._calibrate import calibrate_sigma as calibrate_sigma
 from gpuprivacy.accounting._gaussian_selection import gaussian_at_epsilon as gaussian_at_epsilon

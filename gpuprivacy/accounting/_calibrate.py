@@ -6,7 +6,10 @@ import math
 
 import numpy as np
 
-from gpuprivacy._checks import check_epsilon, check_positive
+from gpuprivacy._checks import check_epsilon, check_int, check_positive
+from gpuprivacy.accounting._gaussian_calibration import gaussian_sigma_analytic
+from gpuprivacy.accounting._gaussian_selection import gaussian_at_epsilon, gaussian_rnm_epsilon
+from gpuprivacy.accounting._rdp import _l2_sensitivity, zhu_wang_at_epsilon
 
 __all__ = ["CALIBRATION_BOUNDS", "calibrate_sigma"]
 
@@ -27,9 +30,6 @@ _MAX_BRACKET_STEPS = 200
 
 def _bound_function(bound: str, params: dict):
     """A vectorised map sigma (np.ndarray) -> epsilon upper bounds, and the sigma it returns."""
-    from gpuprivacy.accounting._gaussian_selection import gaussian_at_epsilon, gaussian_rnm_epsilon
-    from gpuprivacy.accounting._rdp import zhu_wang_at_epsilon
-
     def take(*names, optional=None):
         optional = optional or {}
         unknown = set(params) - set(names) - set(optional)
@@ -79,7 +79,7 @@ def calibrate_sigma(bound: str, target_epsilon: float, **params) -> float:
     For the first, second and fourth, a multi-section search in log sigma (7 sigmas per round,
     one vmapped call for the quadrature bounds) keeps a bracket [sigma_fail, sigma_pass] and stops
     at relative width 1e-10. It assumes the bound decreases in sigma (observed numerically,
-    spec 004 pitfall 7.4, not proved): if it does not, the result still satisfies the target, since
+ not proved): if it does not, the result still satisfies the target, since
     it is re-evaluated at the returned sigma, but it may not be the smallest such sigma.
 
     Args:
@@ -142,9 +142,6 @@ def _bracket(fn, target: float) -> tuple[float, float]:
 
 
 def _calibrate_rnm_analytic(target: float, params: dict) -> float:
-    from gpuprivacy._checks import check_int
-    from gpuprivacy.accounting._rdp import _l2_sensitivity
-    from gpuprivacy.mechanisms import gaussian_sigma_analytic
 
     expected = {"d", "sensitivity", "delta"}
     if set(params) != expected:

@@ -13,7 +13,8 @@ from fractions import Fraction
 import mpmath
 
 from gpuprivacy._checks import check_delta, check_epsilon, check_positive
-from gpuprivacy.mechanisms._common import float_up
+from gpuprivacy._rounding import float_up, step_up_until
+from gpuprivacy.accounting._guarantees import zcdp_delta_cks
 
 # Extra decimal digits beyond -log10(delta). Both terms of the Balle-Wang
 # difference Phi(a) - e^eps Phi(b) lie in [0, 1] (the difference is >= 0),
@@ -196,9 +197,7 @@ def gaussian_sigma_zcdp(rho: float, sensitivity: float = 1.0) -> float:
     sensitivity = check_positive("sensitivity", sensitivity)
     sigma = sensitivity / math.sqrt(2 * rho)
     exact_rho, exact_sensitivity = Fraction(rho), Fraction(sensitivity)
-    while exact_sensitivity**2 > 2 * exact_rho * Fraction(sigma) ** 2:
-        sigma = math.nextafter(sigma, math.inf)
-    return sigma
+    return step_up_until(sigma, lambda s: exact_sensitivity**2 <= 2 * exact_rho * Fraction(s) ** 2)
 
 
 def gaussian_sigma_discrete(epsilon: float, delta: float, sensitivity: float = 1.0) -> float:
@@ -227,7 +226,6 @@ def gaussian_sigma_discrete(epsilon: float, delta: float, sensitivity: float = 1
 @functools.lru_cache(maxsize=1024)
 def _largest_rho_cks(epsilon: float, delta: float) -> float:
     """A rho (within 1e-12 relative of the largest) with zcdp_delta_cks(rho, epsilon) <= delta."""
-    from gpuprivacy.accounting import zcdp_delta_cks
 
     def ok(rho: float) -> bool:
         return zcdp_delta_cks(rho, epsilon) <= delta

@@ -17,8 +17,8 @@ evaluates them in three independent ways:
   spacing at most :math:`1/(3\\sqrt{\\kappa})` (:math:`\\kappa` the curvature
   at the mode, or the local one where larger) within 10 widths of the mode,
   repeated at increasing precision until two precisions agree; the result is
-  :math:`\\log(\\mathrm{NUM} + e_N) - \\log(\\mathrm{DEN} - e_D)` rounded up (spec 004
-  Sec 6.2), where the error terms are mpmath's Gauss-Legendre estimates times a
+  :math:`\\log(\\mathrm{NUM} + e_N) - \\log(\\mathrm{DEN} - e_D)` rounded up (our
+  certified version of Lebensold et al. 2024, Sec. 3.4), where the error terms are mpmath's Gauss-Legendre estimates times a
   safety factor plus the disagreement between the two precisions: careful
   estimates, not proofs. One value at a time, about a second each.
 * ``certified=True``: arb ball arithmetic (python-flint, an optional
@@ -70,14 +70,14 @@ __all__ = [
 _METHODS = ("quadrature", "mpmath")
 
 # ---------------------------------------------------------------------------------------------
-# The integrals of each bound (spec 004 Sec 3.1 and 3.3, corrected forms), as parameter rows.
+# The integrals of each bound (Lebensold et al. 2024, Thm 8 and Thm 10, corrected forms; see docs/errata.md), as parameter rows.
 
 
 def _rnm_params(sigma, d, sensitivity, lower, upper) -> tuple[np.ndarray, np.ndarray]:
     """Rows [n, 6] of NUM and DEN of eps_RNM: E_z[Phi(z - u)^(d-1)], u = (c - 2 Delta)/sigma, c/sigma.
 
     Lebensold et al. (arXiv 2402.06137v2), Thm 8 = Thm 12 eq. (1); the paper prints the ratio,
-    the privacy loss is its log (spec 004 Sec 3.1).
+    the privacy loss is its log (Lebensold et al. 2024, Thm 8).
     """
     width = upper - lower
     n, one, zero = d - 1.0, np.ones_like(sigma), np.zeros_like(sigma)
@@ -90,9 +90,9 @@ def _at_params(kind, t, sigma_threshold, sigma_query, threshold, sensitivity, lo
     """Rows [n, 6] of NUM and DEN of Gaussian AT's loss for bottom^(t-1) top ("top") or bottom^t ("no_top").
 
     Corrected Thm 10 / Thm 17 of Lebensold et al. (arXiv 2402.06137v2), from Lemma 18's maximiser
-    y_i = b (i < t), y_t = a (spec 004 Sec 3.3): psi_xi(x) = Phi((sigmaX x + rho - b + xi)/sigmaZ),
+    y_i = b (i < t), y_t = a (Lebensold et al. 2024, Thm 10, Thm 17, Lemma 18): psi_xi(x) = Phi((sigmaX x + rho - b + xi)/sigmaZ),
     beta_xi(x) = Phi((-sigmaX x - rho + a + xi)/sigmaZ); NUM has xi = Delta, DEN xi = 0. For
-    "no_top" (spec [D]) the factor beta is absent and psi has power t.
+    "no_top" (our derivation) the factor beta is absent and psi has power t.
     """
     n_below, n_top = (t - 1.0, np.ones_like(t)) if kind == "top" else (t, np.zeros_like(t))
     slope = sigma_threshold / sigma_query
@@ -158,8 +158,7 @@ def _check_range(sensitivity: np.ndarray, lower: np.ndarray, upper: np.ndarray) 
     if bad.any():
         raise ValueError(f"sensitivity must lie in (0, upper - lower], got sensitivity="
                          f"{float(sensitivity[bad].flat[0])!r} with upper - lower = {float(width[bad].flat[0])!r}. "
-                         "A query with values in [lower, upper] cannot change by more than upper - lower (spec 004 "
-                         "pitfall 7.12).")
+                         "A query with values in [lower, upper] cannot change by more than upper - lower.")
 
 
 def _check_method(method: str, certified: bool) -> str:
@@ -235,7 +234,7 @@ def gaussian_rnm_epsilon(sigma, d, sensitivity, lower, upper, *, method: str = "
     .. math:: \\varepsilon = \\log \\mathbb{E}_{z \\sim N(0,1)}\\Big[\\Phi\\Big(z - \\frac{c - 2\\Delta}{\\sigma}\\Big)^{d-1}\\Big]
               - \\log \\mathbb{E}_{z \\sim N(0,1)}\\Big[\\Phi\\Big(z - \\frac{c}{\\sigma}\\Big)^{d-1}\\Big].
 
-    The paper prints the ratio of expectations; the privacy loss is its log (spec 004 Sec 3.1).
+    The paper prints the ratio of expectations; the privacy loss is its log (Lebensold et al. 2024, Thm 8).
     The bound is tight for the class: the pair :math:`q(D') = (b, \\dots, b, a)`,
     :math:`q(D) = (b - \\Delta, \\dots, b - \\Delta, a + \\Delta)` attains it at output :math:`d`.
 
@@ -335,7 +334,7 @@ def gaussian_at_epsilon(t, sigma_threshold, sigma_query, threshold, sensitivity,
               \\mathbb{E}_x[\\Phi((\\sigma_X x + \\rho - b)/\\sigma_Z)^{t-1}
                              \\Phi((-\\sigma_X x - \\rho + a)/\\sigma_Z)]}, \\quad x \\sim N(0, 1).
 
-    This is the corrected form of Thm 10 / Thm 17 (spec 004 Sec 3.3): "rho - b" (Thm 10 prints
+    This is the corrected form of Thm 10 / Thm 17 (Lebensold et al. 2024, Thm 10, Thm 17, Lemma 18): "rho - b" (Thm 10 prints
     "rho - (b + a)", Thm 17 "rho - (b - a)"), a minus sign on :math:`\\sigma_X x` in the last
     factor (Thm 10 prints a plus sign, which under-estimates the loss), and the log of the
     ratio. It follows from Lemma 18's maximiser :math:`y_{i<t} = b`, :math:`y_t = a` and is
@@ -378,7 +377,7 @@ def gaussian_at_epsilon_no_top(t, sigma_threshold, sigma_query, threshold, sensi
     .. math:: \\varepsilon_{\\mathrm{bot}}(t) = \\log \\mathbb{E}_x[\\Phi((\\sigma_X x + \\rho - b + \\Delta)/\\sigma_Z)^t]
               - \\log \\mathbb{E}_x[\\Phi((\\sigma_X x + \\rho - b)/\\sigma_Z)^t].
 
-    Derived in spec 004 Sec 3.3 [D] by the proof of Lemma 18 (not stated in the paper): the
+    Derived by us from the proof of Lemma 18 of Lebensold et al. 2024 (not stated in the paper): the
     worst case sets every :math:`q_i(D') = b`, :math:`q_i(D) = b - \\Delta`. Used when the stream
     ends or a cap is reached without a top.
 
@@ -426,7 +425,7 @@ def gaussian_at_epsilon_capped(k, sigma_threshold, sigma_query, threshold, sensi
     .. math:: \\varepsilon = \\max\\big(\\max_{t \\le k} \\varepsilon_{\\mathrm{post}}(t),\\;
               \\varepsilon_{\\mathrm{bot}}(k)\\big)
 
-    (spec 004 Sec 3.3 [D]). The maximum is taken over the whole table; monotonicity in t is
+    (Lebensold et al. 2024, Thm 10, Thm 17, Lemma 18). The maximum is taken over the whole table; monotonicity in t is
     observed numerically but not assumed.
 
     Args:

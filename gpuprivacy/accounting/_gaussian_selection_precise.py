@@ -1,4 +1,4 @@
-"""High-precision evaluators for the Gaussian selection bounds (spec 004 Sec 6.2).
+"""High-precision evaluators for the Gaussian selection bounds (Lebensold et al. 2024, Sec. 3.4).
 
 ``method="mpmath"`` (breakpoint quadrature at two agreeing precisions, estimated error terms)
 and ``certified=True`` (arb ball arithmetic through python-flint, proven enclosures) of
@@ -14,8 +14,10 @@ from typing import NamedTuple
 
 import mpmath
 
+from gpuprivacy._rounding import float_up, step_up_until
+
 # ---------------------------------------------------------------------------------------------
-# mpmath evaluator (spec 004 Sec 6.2): breakpoints around the mode, precision raised until two
+# mpmath evaluator (Lebensold et al. 2024, Sec. 3.4): breakpoints around the mode, precision raised until two
 # precisions agree. Independent of the float64 quadrature (they share only the formulas).
 
 # Starting precision (decimal digits) and the largest one tried before giving up.
@@ -135,8 +137,8 @@ def _mp_log_integral_at(key: tuple, dps: int) -> tuple[mpmath.mpf, mpmath.mpf, i
         for direction in (1, -1):
             x, step = mode, None
             while abs(x - mode) < cut:
-                # Spacing: a third of the width 1/sqrt(kappa) within 10 widths of the mode (spec 004
-                # Sec 6.2), a third of the local width 1/sqrt(kappa(x)) elsewhere in the bulk; past
+                # Spacing: a third of the width 1/sqrt(kappa) within 10 widths of the mode
+                # (Lebensold et al. 2024, Sec. 3.4), a third of the local width 1/sqrt(kappa(x)) elsewhere in the bulk; past
                 # the bulk, where the integrand is below e^-_MP_BULK_DROP of its peak, steps grow
                 # geometrically.
                 curvature = _mp_curvature(x, terms)
@@ -166,7 +168,7 @@ def _mp_log_integral_at(key: tuple, dps: int) -> tuple[mpmath.mpf, mpmath.mpf, i
 
 @functools.lru_cache(maxsize=8192)
 def _mp_log_integral(key: tuple) -> _MpLogIntegral:
-    """log I with a stated relative error: two precisions must agree (spec 004 Sec 6.2).
+    """log I with a stated relative error: two precisions must agree (Lebensold et al. 2024, Sec. 3.4).
 
     Raises:
       ArithmeticError: if no precision up to _MP_MAX_DPS gives agreement (never returns silently).
@@ -294,13 +296,10 @@ def _arb_log_integral_bounds(key: tuple, prec: int):
 
 
 def _arb_float_up(value) -> float:
-    """The smallest float64 >= every point of the arb ball `value`."""
+    """A float64 >= every point of the arb ball `value` (python-flint is optional: imported lazily)."""
     from flint import arb
 
-    result = float(value.mid() + value.rad())
-    while not arb(result) >= value:
-        result = math.nextafter(result, math.inf)
-    return result
+    return step_up_until(float(value.mid() + value.rad()), lambda x: bool(arb(x) >= value))
 
 
 @functools.lru_cache(maxsize=8192)
@@ -331,10 +330,8 @@ def _arb_epsilon_upper(kind: str, raw: tuple[float, ...]) -> float:
 
 
 def _mp_upper(kind: str, raw: tuple[float, ...]) -> float:
-    from gpuprivacy.mechanisms._common import float_up
-
     result = _mp_log_ratio(kind, raw)
     with mpmath.workdps(60):
-        # epsilon_upper = log(NUM + err_N) - log(DEN - err_D) (spec 004 Sec 6.2), with the
+        # epsilon_upper = log(NUM + err_N) - log(DEN - err_D) (Lebensold et al. 2024, Sec. 3.4), with the
         # estimated error terms of the mpmath evaluator.
         return float_up(max(result.epsilon_upper, mpmath.mpf(0)))

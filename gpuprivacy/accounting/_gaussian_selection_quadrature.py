@@ -1,4 +1,4 @@
-"""Float64 device quadrature for the Gaussian selection bounds (spec 004 Sec 6.1); idealized numerics.
+"""Float64 device quadrature for the Gaussian selection bounds; idealized numerics.
 
 The jitted, vmapped kernel behind ``method="quadrature"`` of
 :mod:`gpuprivacy.accounting._gaussian_selection`: log-space trapezoid rule centred on the
@@ -18,15 +18,16 @@ import numpy as np
 from jax.scipy.special import erfcx as _jax_erfcx
 
 from gpuprivacy._config import require_x64
+from gpuprivacy._rounding import round_up
 
 # ---------------------------------------------------------------------------------------------
-# Quadrature settings (spec 004 Sec 6.1).
+# Quadrature settings.
 # The grid spans [x_L, x_R], where the log-integrand has dropped by _TAIL_DROP below its peak on
 # both sides; the neglected tails are then below e^-_TAIL_DROP of the peak (bounded rigorously by
 # concavity and added to the error estimate).
 _TAIL_DROP = 80.0
 # Default number of grid points (odd, so that every other point is a half-resolution grid with
-# the same end points). Validated against 60-digit mpmath on the spec's hard points.
+# the same end points). Validated against 60-digit mpmath on our hard points (far modes, narrow integrands).
 DEFAULT_NUM_POINTS = 4097
 # Quadrature raises when the estimated discretisation + truncation error on epsilon exceeds
 # this absolute tolerance plus _MAX_RELATIVE_ERROR times epsilon.
@@ -49,7 +50,7 @@ _SQRT_2PI = math.sqrt(2.0 * math.pi)
 
 
 # ---------------------------------------------------------------------------------------------
-# float64 special functions, accurate in the far tails (spec 004 pitfall 7.3).
+# float64 special functions, accurate in the far tails.
 #
 # jax.scipy.special.log_ndtr loses ~1e-11 relative accuracy around u = -20..-40 and
 # jax.scipy.special.erfcx (jax 0.10) returns exactly 0 for x in about [26.54, 26.64] (an overflow in
@@ -144,7 +145,7 @@ def _bisect(fn, lo, hi, steps):
 
 
 def _log_integral_estimate(p, num_points: int, two_terms: bool) -> _LogIntegralEstimate:
-    """log I for one parameter row p (shape [6]) by a mode-centred trapezoid rule (spec 004 Sec 6.1).
+    """log I for one parameter row p (shape [6]) by a mode-centred trapezoid rule.
 
     two_terms=False skips the second factor (rows with n2 = 0), halving the work.
     """
@@ -264,4 +265,4 @@ def _upper_from_estimate(estimate: _EpsilonEstimate, describe) -> np.ndarray:
                          f"{float(tolerance[i])!r}. "
                          "Pass a larger odd num_points (e.g. 4 * num_points + 1) or method='mpmath'.")
     upper = value + discretisation + roundoff
-    return np.maximum(np.nextafter(upper, np.inf), 0.0)
+    return np.maximum(round_up(upper), 0.0)  # one ulp for the float sum above

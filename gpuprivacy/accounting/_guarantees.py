@@ -10,17 +10,12 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import math
-from fractions import Fraction
 
 import mpmath
 
 from gpuprivacy._checks import check_delta, check_epsilon, check_finite_real
-
-
-def round_up(value: float) -> float:
-    """The next float above ``value``: a safe upper bound after float arithmetic."""
-    return math.nextafter(float(value), math.inf)
+from gpuprivacy._rounding import round_up as round_up  # public as gpuprivacy.accounting.round_up
+from gpuprivacy._rounding import sum_up
 
 
 @dataclasses.dataclass(frozen=True)
@@ -202,12 +197,12 @@ def compose(*guarantees):
                         "Convert them first, e.g. PureDP(e).to_zcdp().")
     kind = kinds.pop()
     if kind is PureDP:
-        return PureDP(_sum_up(g.epsilon for g in guarantees))
+        return PureDP(sum_up(g.epsilon for g in guarantees))
     if kind is ZCDP:
-        return ZCDP(_sum_up(g.rho for g in guarantees))
+        return ZCDP(sum_up(g.rho for g in guarantees))
     if kind is ApproxDP:
-        epsilon = _sum_up(g.epsilon for g in guarantees)
-        delta = _sum_up(g.delta for g in guarantees)
+        epsilon = sum_up(g.epsilon for g in guarantees)
+        delta = sum_up(g.delta for g in guarantees)
         if delta >= 1.0:
             raise ValueError(f"compose: the deltas add up to {delta!r} >= 1, a vacuous guarantee. "
                              "Use smaller deltas (or an advanced composition theorem).")
@@ -215,13 +210,6 @@ def compose(*guarantees):
             return ApproxDP.__new_unchecked__(epsilon, 0.0)
         return ApproxDP(epsilon, delta)
     raise TypeError(f"compose does not know guarantees of type {kind.__name__}.")
-
-
-def _sum_up(values) -> float:
-    """The exact sum of floats, rounded up to a float (exact sums stay exact)."""
-    exact = sum((Fraction(v) for v in values), Fraction(0))
-    total = float(exact)
-    return math.nextafter(total, math.inf) if Fraction(total) < exact else total
 
 
 def check_guarantee(value, name: str = "claim"):

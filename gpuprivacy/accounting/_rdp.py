@@ -1,7 +1,7 @@
 """Approximate-DP baselines for Gaussian selection: RDP, its conversions, analytic Gaussian, Zhu-Wang AT.
 
 These are the bounds that Lebensold, Precup & Balle (AISTATS 2024) compare their pure bounds
-against (spec 004 Sec 3.2 and 3.4):
+against (Lebensold et al. 2024, Sec. 2, App. B):
 
 * report noisy max as post-processing of the Gaussian mechanism on the d-vector of queries,
   with l2 sensitivity :math:`\\Delta\\sqrt{d}`, accounted by RDP (Mironov 2017) and converted to
@@ -13,7 +13,7 @@ against (spec 004 Sec 3.2 and 3.4):
 RDP curves are minimised over a dense log-spaced grid of orders (1 + 1e-6 .. 1 + 1e8, 10^4
 points), then refined by a golden-section search next to the best grid point. Every order
 gives a valid bound, so an inexact minimiser only loosens the result; it is never unsafe. All
-float64 evaluations add a round-off allowance and are rounded up (accounting.round_up).
+float64 evaluations add a round-off allowance and are rounded up (gpuprivacy._rounding.round_up).
 """
 
 from __future__ import annotations
@@ -22,10 +22,12 @@ import functools
 import math
 from collections.abc import Callable
 
+import mpmath
 import numpy as np
 
 from gpuprivacy._checks import check_delta, check_finite_real, check_int, check_positive
-from gpuprivacy.accounting._guarantees import round_up
+from gpuprivacy._rounding import round_up
+from gpuprivacy.accounting._gaussian_calibration import _balle_wang_delta, gaussian_delta_analytic
 
 __all__ = [
     "DEFAULT_ORDERS",
@@ -37,7 +39,7 @@ __all__ = [
     "zhu_wang_at_rdp",
 ]
 
-#: The default RDP orders alpha: 1 + logspace(-6, 8, 10001) (spec 004 Sec 6.1).
+#: The default RDP orders alpha: 1 + logspace(-6, 8, 10001).
 DEFAULT_ORDERS = 1.0 + np.logspace(-6.0, 8.0, 10_001)
 _CONVERSIONS = ("markov", "bbghs")
 _EPS64 = float(np.finfo(np.float64).eps)
@@ -85,7 +87,7 @@ def _markov_terms(alpha, rdp, log_inverse_delta):
 def _bbghs_terms(alpha, rdp, log_inverse_delta):
     # Balle, Barthe, Gaboardi, Hsu & Sato (arXiv 1905.09982v2, AISTATS 2020), Thm 21:
     # eps = rdp(alpha) + log((alpha - 1)/alpha) - (log(delta) + log(alpha))/(alpha - 1); autodp's
-    # default conversion (spec 004 Sec 3.2(c)). Clipped at 0 by the caller.
+    # default conversion (Lebensold et al. 2024, Sec. 2, App. B(c)). Clipped at 0 by the caller.
     return [rdp, np.log1p(-1.0 / alpha), (log_inverse_delta - np.log(alpha)) / (alpha - 1.0)]
 
 
@@ -104,7 +106,7 @@ def rdp_to_dp_epsilon(rdp_fn: Callable[[np.ndarray], np.ndarray], delta: float, 
     """Smallest epsilon over RDP orders such that the RDP curve implies (epsilon, delta)-DP.
 
     ``conversion="markov"``: :math:`\\varepsilon = \\min_\\alpha \\varepsilon(\\alpha) + \\log(1/\\delta)/(\\alpha - 1)`
-    (Mironov 2017, Prop. 3; also an (epsilon, delta)-pDP bound, which FSRC needs, spec 004 7.6).
+    (Mironov 2017, Prop. 3; also an (epsilon, delta)-pDP bound, which FSRC needs).
     For the Gaussian mechanism it equals the zCDP conversion
     :math:`r + 2\\sqrt{r \\log(1/\\delta)}` of Bun & Steinke (2016).
 
@@ -168,7 +170,7 @@ def rdp_to_dp_epsilon(rdp_fn: Callable[[np.ndarray], np.ndarray], delta: float, 
 
 
 # ---------------------------------------------------------------------------------------------
-# Analytic Gaussian (Balle & Wang 2018), reusing mechanisms._calibration's mpmath kernel.
+# Analytic Gaussian (Balle & Wang 2018), reusing accounting._gaussian_calibration's mpmath kernel.
 
 
 def gaussian_epsilon_analytic(sigma: float, delta: float, sensitivity: float = 1.0) -> float:
@@ -181,7 +183,7 @@ def gaussian_epsilon_analytic(sigma: float, delta: float, sensitivity: float = 1
               \\le \\delta,
 
     by bisection over float64 epsilons, each tested with
-    :func:`gpuprivacy.mechanisms.gaussian_delta_analytic` (mpmath, delta rounded up). The left
+    :func:`gpuprivacy.accounting.gaussian_delta_analytic` (mpmath, delta rounded up). The left
     side decreases in epsilon, so the returned epsilon satisfies the condition and is the
     smallest float64 that does (up to the rounding up of delta). Returns 0.0 if the condition holds at epsilon = 0.
 
@@ -203,10 +205,6 @@ def gaussian_epsilon_analytic(sigma: float, delta: float, sensitivity: float = 1
 
 @functools.lru_cache(maxsize=4096)
 def _gaussian_epsilon_analytic(sigma: float, delta: float, sensitivity: float) -> float:
-    import mpmath
-
-    from gpuprivacy.accounting._gaussian_calibration import _balle_wang_delta, gaussian_delta_analytic
-
     def ok(epsilon: float) -> bool:
         return gaussian_delta_analytic(sigma, epsilon=epsilon, sensitivity=sensitivity) <= delta
 
@@ -214,7 +212,7 @@ def _gaussian_epsilon_analytic(sigma: float, delta: float, sensitivity: float) -
         # delta(0) = Phi(s) - Phi(-s) = 2 Phi(s) - 1 with s = Delta / (2 sigma).
         if _balle_wang_delta(sigma, 0, sensitivity) <= mpmath.mpf(delta) * (1 - mpmath.mpf(10) ** -30):
             return 0.0
-    # Spec 004 Sec 3.2(d): the root lies below 1/(2 s^2) + sqrt(2 log(1/delta))/s, s = sigma/Delta.
+    # Lebensold et al. 2024, Sec. 2, App. B(d): the root lies below 1/(2 s^2) + sqrt(2 log(1/delta))/s, s = sigma/Delta.
     s = sigma / sensitivity
     hi = 1.0 / (2.0 * s * s) + math.sqrt(2.0 * math.log(1.0 / delta)) / s
     while not ok(hi):
@@ -243,7 +241,7 @@ def gaussian_rnm_epsilon_postprocessing(sigma, d, sensitivity, delta, *, convers
 
     The argmax of :math:`q(D) + N(0, \\sigma^2 I_d)` is post-processing of the Gaussian mechanism
     on the d-vector of queries, whose l2 sensitivity is at most :math:`\\Delta_q = \\Delta\\sqrt{d}`
-    (spec 004 Sec 3.2). This is the baseline the pure bound
+    (Lebensold et al. 2024, Sec. 2, App. B). This is the baseline the pure bound
     (:func:`gaussian_rnm_epsilon`) is compared against; it needs no bounded range.
 
     Args:
@@ -320,8 +318,8 @@ def _check_zhu_wang(sigma_threshold, sigma_query, threshold, sensitivity, max_qu
 
 def _zhu_wang_curve(alpha, *, sigma_threshold, sigma_query, threshold, sensitivity, max_queries, theorem7):
     # Zhu & Wang (NeurIPS 2020), as stated in Lebensold et al. (arXiv 2402.06137v2),
-    # Thm 7 and implemented in autodp 0.2.3.1 rdp_bank.RDP_gaussian_svt_c1 with gamma = 2 (spec 004
-    # Sec 3.4): alpha Delta^2/sigmaX^2 + 2 alpha Delta^2/sigmaZ^2 + moment / (2 (alpha - 1)).
+    # Thm 7 and implemented in autodp 0.2.3.1 rdp_bank.RDP_gaussian_svt_c1 with gamma = 2
+    # (Lebensold et al. 2024, Thms 6-7): alpha Delta^2/sigmaX^2 + 2 alpha Delta^2/sigmaZ^2 + moment / (2 (alpha - 1)).
     base = alpha * sensitivity ** 2 / sigma_threshold ** 2 + 2.0 * alpha * sensitivity ** 2 / sigma_query ** 2
     best = np.full(np.shape(alpha), np.inf)
     if theorem7:
@@ -380,9 +378,9 @@ def zhu_wang_at_epsilon(sigma_threshold: float, sigma_query: float, threshold: f
 
     Minimises :func:`zhu_wang_at_rdp` over the orders with :func:`rdp_to_dp_epsilon`.
     ``conversion="markov"`` gives an (epsilon, delta)-pDP bound (needed as eps_max by filtered
-    self-reporting composition, spec 004 pitfall 7.6); ``"bbghs"`` reproduces the paper's Fig. 1
+    self-reporting composition); ``"bbghs"`` reproduces the paper's Fig. 1
     ex-ante values (0.027534 at sigmaX = 0.3, sigmaZ = sqrt(3) 0.3, rho = 0.75, Delta = 1e-3,
-    delta = 1e-5; spec 004 Sec 5.4).
+    delta = 1e-5; Lebensold et al. 2024, Fig. 1).
 
     Args:
       sigma_threshold, sigma_query, threshold, sensitivity, max_queries: as in :func:`zhu_wang_at_rdp`.

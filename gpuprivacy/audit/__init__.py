@@ -5,7 +5,7 @@ from gpuprivacy.audit import _wrappers  # noqa: F401  (privacy wrappers)
 from gpuprivacy.audit import _instance_optimal  # noqa: F401  (piecewise Laplace, inverse sensitivity)
 from gpuprivacy.audit import _covering  # noqa: F401  (black-box estimation over covering designs)
 from gpuprivacy.audit import _median  # noqa: F401  (private median)
-from gpuprivacy.audit import _gaussian_selection  # noqa: F401  (registers the spec-004 Gaussian selection mechanisms)
+from gpuprivacy.audit import _gaussian_selection  # noqa: F401  (Gaussian selection mechanisms, Lebensold et al. 2024)
 from gpuprivacy.audit._confidence import clopper_pearson as clopper_pearson
 from gpuprivacy.audit._core import AuditableMechanism as AuditableMechanism
 from gpuprivacy.audit._core import SAMPLES_PER_CALL as SAMPLES_PER_CALL

@@ -60,7 +60,7 @@ class AuditableMechanism:
       output_kind: "discrete" (finite or countable outputs: selections,
         stopping times, bit vectors) or "real" (scalar real outputs).
       worst_case_pairs: neighbouring ``(x, x')`` pairs known to be hardest
-        (from the specs), as arrays.
+        (from the papers' worst-case analyses), as arrays.
       random_dataset: ``(key) -> dataset`` for the neighbour search.
       random_neighbour: ``(key, dataset) -> neighbour`` (one row added,
         removed or changed, as the claim's neighbour relation says).

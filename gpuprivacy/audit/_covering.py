@@ -10,7 +10,7 @@ order statistics once per dataset (deterministic), then the release kernel
 vmapped over keys (``tests/mechanisms/test_blackbox.py`` checks that it
 equals the public function key by key).
 
-Worst-case pairs (spec 002 §4.2, derived by hand):
+Worst-case pairs (for Algorithm 4.1 of Steinke & Steinke 2025, derived by hand):
 
 * pure DP (epsilon = 1, |Y| = 2, beta = 0.5 so tau = 3, t = C = 6, n = 7):
   three ones vs two ones; the scores move from (0, 0) to (-1, 1), so
@@ -33,11 +33,6 @@ from gpuprivacy.audit._core import AuditableMechanism
 from gpuprivacy.audit._registry import register
 from gpuprivacy.designs import required_t, zcdp_search_parameters
 from gpuprivacy.mechanisms import blackbox
-from gpuprivacy.mechanisms._covering._estimators import (
-    _binary_release,
-    _pure_release,
-    _zcdp_release,
-)
 
 
 def _slots(x):
@@ -84,7 +79,7 @@ def blackbox_estimate_entry(epsilon=1.0, beta=0.5):
     tau, n = cap // 2, t + 1
     design = designs.sample_and_aggregate(n, t)
     # The kernel is the one blackbox_estimate_from_values calls after its checks.
-    sample = _sampler(lambda k, f: _pure_release(k, f, epsilon, tau, 2), design, cap, **grid)
+    sample = _sampler(lambda k, f: blackbox.pure_release_kernel(k, f, epsilon, tau, 2), design, cap, **grid)
     ones = min(tau, n)
     x = np.r_[np.ones(ones), np.zeros(n - ones)]
     x_prime = x.copy()
@@ -93,7 +88,7 @@ def blackbox_estimate_entry(epsilon=1.0, beta=0.5):
         name="blackbox-estimate", sample=sample, claim=blackbox.blackbox_estimate_guarantee(epsilon=epsilon),
         output_kind="discrete", worst_case_pairs=((x, x_prime),), random_dataset=_random_bits(n),
         random_neighbour=_empty_one_slot, output_range_size=2,
-        audits=("blackbox.blackbox_estimate", "blackbox.blackbox_estimate_from_values"),
+        audits=("blackbox.blackbox_estimate", "blackbox.blackbox_estimate_from_values", "blackbox.pure_release_kernel"),
         description="pure-DP black-box estimator (exponential mechanism on exact covering-design ranks, Thm 4.4)")
 
 
@@ -103,7 +98,7 @@ def blackbox_zcdp_entry(rho=0.5, beta=0.1):
     t, cap = required_t("zcdp", rho=rho, num_outputs=2, beta=beta)
     n = t + 1
     design = designs.sample_and_aggregate(n, t)
-    sample = _sampler(lambda k, f: _zcdp_release(k, f, sigma, eta, steps, 2), design, cap, **grid)
+    sample = _sampler(lambda k, f: blackbox.zcdp_release_kernel(k, f, sigma, eta, steps, 2), design, cap, **grid)
     x = np.ones(n)
     x_prime = x.copy()
     x_prime[0] = np.nan
@@ -111,7 +106,7 @@ def blackbox_zcdp_entry(rho=0.5, beta=0.1):
         name="blackbox-estimate-zcdp", sample=sample, claim=blackbox.blackbox_estimate_zcdp_guarantee(rho=rho),
         output_kind="discrete", worst_case_pairs=((x, x_prime),), random_dataset=_random_bits(n),
         random_neighbour=_empty_one_slot, output_range_size=2,
-        audits=("blackbox.blackbox_estimate_zcdp", "blackbox.blackbox_estimate_zcdp_from_values"),
+        audits=("blackbox.blackbox_estimate_zcdp", "blackbox.blackbox_estimate_zcdp_from_values", "blackbox.zcdp_release_kernel"),
         description="zCDP black-box estimator (noisy binary search on exact covering-design ranks, Thm 4.5)")
 
 
@@ -121,7 +116,7 @@ def blackbox_binary_entry(epsilon=1.0, beta=0.25):
     n = t + 1
     design = designs.sample_and_aggregate(n, t)
     threshold = (t + 1) / 2.0
-    sample = _sampler(lambda k, f: _binary_release(k, f, epsilon, threshold), design, cap, **grid)
+    sample = _sampler(lambda k, f: blackbox.binary_release_kernel(k, f, epsilon, threshold), design, cap, **grid)
     ones = min(int(np.ceil(threshold)), n)
     x = np.r_[np.ones(ones), np.zeros(n - ones)]
     x_prime = x.copy()
@@ -130,8 +125,8 @@ def blackbox_binary_entry(epsilon=1.0, beta=0.25):
         name="blackbox-binary", sample=sample, claim=blackbox.blackbox_binary_guarantee(epsilon=epsilon),
         output_kind="discrete", worst_case_pairs=((x, x_prime),), random_dataset=_random_bits(n),
         random_neighbour=_empty_one_slot, output_range_size=2,
-        audits=("blackbox.blackbox_binary", "blackbox.blackbox_binary_from_values"),
-        description="binary-output black-box estimator (Laplace on the exact capped hitting set, spec §2.6)")
+        audits=("blackbox.blackbox_binary", "blackbox.blackbox_binary_from_values", "blackbox.binary_release_kernel"),
+        description="binary-output black-box estimator (Laplace on the exact capped hitting set, Steinke & Steinke 2025, Sec. 1.2)")
 
 
 register("blackbox-estimate", blackbox_estimate_entry, epsilon=1.0, beta=0.5)

@@ -1,4 +1,4 @@
-"""Auditor entries for the Gaussian selection mechanisms of spec 004 (Lebensold, Precup & Balle 2024).
+"""Auditor entries for the Gaussian selection mechanisms of Lebensold, Precup & Balle (2024).
 
 A dataset is the vector of exact query answers in the public range
 ``[lower, upper]``; neighbours differ by at most the sensitivity in every
@@ -6,11 +6,11 @@ coordinate and stay in the range. Parameters are chosen so that the loss
 is measurable with 10^5 samples (a few candidates or queries, sensitivity
 0.2, noise 0.3-0.5 on the range [0, 1]). Worst-case pairs:
 
-* Gaussian report noisy max (spec 004, Sec. 3.1; paper App. A.1):
+* Gaussian report noisy max (Lebensold et al. 2024, Thm 8; paper App. A.1):
   :math:`q = (b - \\Delta, \\dots, b - \\Delta, a + \\Delta)` vs
   :math:`q' = (b, \\dots, b, a)`; the ratio at output :math:`d` is exactly
   :math:`e^{\\varepsilon}`.
-* Gaussian above threshold (spec 004, Sec. 3.3; Lemma 18): for stopping
+* Gaussian above threshold (Lebensold et al. 2024, Thm 10 / Thm 17, Lemma 18, corrected; see docs/errata.md): for stopping
   time :math:`t`, :math:`q_i = b - \\Delta` vs :math:`b` before :math:`t` and
   :math:`q_t = a + \\Delta` vs :math:`a`; for the all-bottom output, every
   query :math:`b - \\Delta` vs :math:`b`. The claim is the capped ex-ante

@@ -2,8 +2,8 @@
 
 A dataset is the raw data vector (swap neighbours: one value changed, n
 fixed, values in the public domain ``[0, 10]``); for counts it is the count
-(add/remove: +-1). Worst-case pairs (spec 001 §6.1 privacy audit, §7
-pitfall 10): the densities jump at the breakpoints and the log-ratio is
+(add/remove: +-1). Worst-case pairs (ours; the
+breakpoints of both neighbours): the densities jump at the breakpoints and the log-ratio is
 largest on the tails, so the pairs move one record across the statistic
 from one domain end to the other on tiny datasets, where every piece is
 long:

@@ -1,6 +1,6 @@
 """Auditor entries for the seed-000 privacy wrappers (Linder, Raskhodnikova, Smith & Steinke).
 
-Neighbours are add/remove (spec 000 §1): a dataset is a 1-D array of rows
+Neighbours are add/remove (Linder et al. 2025, Sec. 2): a dataset is a 1-D array of rows
 and the neighbour adds one row. Each sampler runs the public wrapper through
 :func:`gpuprivacy.mechanisms.run_trials` on a fixed batch of
 ``SAMPLES_PER_CALL`` keys (one compile per dataset size) and maps every

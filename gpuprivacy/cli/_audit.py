@@ -11,7 +11,7 @@ def add_audit_parser(subparsers) -> None:
     parser.add_argument("mechanism", nargs="?", help="registered name (see --list)")
     parser.add_argument("--list", action="store_true", help="list the registered mechanisms")
     parser.add_argument("--pair", choices=("worst-case", "search"), default="worst-case",
-                        help="the spec's worst-case neighbours, or a seeded random search")
+                        help="the documented worst-case neighbours, or a seeded random search")
     parser.add_argument("--samples", type=int, default=10**5, help="samples per dataset (default 1e5)")
     parser.add_argument("--epsilon", type=float, action="append", help="audit at this epsilon (repeatable)")
     parser.add_argument("--confidence", type=float, default=1 - 1e-6)

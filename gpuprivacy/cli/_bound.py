@@ -1,4 +1,4 @@
-"""``gpuprivacy bound gaussian-rnm|gaussian-at``: evaluate the pure-DP bounds of spec 004."""
+"""``gpuprivacy bound gaussian-rnm|gaussian-at``: evaluate the pure-DP bounds of Lebensold et al. 2024 (Thm 8, Thm 10, corrected)."""
 
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ def _require_sensitivity(args, mechanism):
     if args.sensitivity is None:
         raise ValueError(f"--mechanism {mechanism} adds noise calibrated to a sensitivity you declare: pass "
                          "--sensitivity X (the most one row can change the statistic). gpuprivacy does not check "
-                         "this claim for the classic mechanisms; the black-box wrappers (seed 000) do.")
+                         "this claim for the classic mechanisms; the black-box wrappers (Linder et al. 2025) do.")
     return args.sensitivity
 
 

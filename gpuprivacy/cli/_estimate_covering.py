@@ -1,4 +1,4 @@
-"""`gpuprivacy estimate --mechanism blackbox`: black-box estimation over covering designs (seed 002).
+"""`gpuprivacy estimate --mechanism blackbox`: black-box estimation over covering designs (Steinke & Steinke 2025).
 
 Example::
 

@@ -1,4 +1,4 @@
-"""`gpuprivacy estimate --mechanism ...` entries for seed 001 (registered at import).
+"""`gpuprivacy estimate --mechanism ...` entries for Durfee 2025, piecewise Laplace (registered at import).
 
 ``--mechanism piecewise-laplace`` / ``inverse-sensitivity`` release the
 median, a quantile (``--param q=...``) or the clipped mean
@@ -51,8 +51,7 @@ def _run(mechanism):
         else:
             raise ValueError(f"--mechanism {mechanism} computes exact local bounds in closed form only for "
                              f"{', '.join(_STATISTICS)}; got --statistic {args.statistic}. A generic black-box "
-                             "statistic has no computable exact local bounds over a continuous domain "
-                             "(spec 001 §4.3).")
+                             "statistic has no computable exact local bounds over a continuous domain.")
         del statistic
         return {"value": float(release.value), "domain": [lower, upper],
                 "note": "epsilon-DP under swap neighbours (n public); worst case = Laplace at epsilon/2",

@@ -1,13 +1,14 @@
-"""`gpuprivacy estimate --mechanism private-median` (seed 003; registered at import).
+"""`gpuprivacy estimate --mechanism private-median` (Tzamos et al. 2020; registered at import).
 
-Releases the median of a CSV column with the optimal private median of Tzamos et al. (2020), eq. (3.6)
-(spec 003): pure epsilon-DP under replacement of one record for any data. The model parameters are
+Releases the median of a CSV column with the optimal private median of Tzamos et al. (2020), eq. (3.6):
+pure epsilon-DP under replacement of one record for any data. The model parameters are
 public and required: ``--min-density`` (L), ``--radius`` (r), ``--median-bound`` (R); ``--constant``
 (C, default 6). Records outside [-R, R] are legal (unbounded support is part of the model).
 """
 
 from __future__ import annotations
 
+import math
 
 from gpuprivacy.cli._estimate_common import Estimator
 
@@ -33,9 +34,14 @@ def run(key, data, oracle_fn, args):
         raise ValueError(f"--mechanism private-median needs the public model parameters {', '.join(missing)} "
                          "(L, r, R of Tzamos et al. Assumption 1.2).")
     del oracle_fn
-    release = median.private_median(key, data.reshape(-1), epsilon=args.epsilon,
-                                    constant=getattr(args, "constant", 6.0), **params)
-    guarantee = median.private_median_guarantee(epsilon=args.epsilon)
+    # The optional public domain (--lower/--upper, default unbounded) follows the rule shared by every
+    # median: records outside it are an error unless --clip.
+    lower, upper = getattr(args, "lower", None), getattr(args, "upper", None)
+    params.update(epsilon=args.epsilon, constant=getattr(args, "constant", 6.0),
+                  lower=-math.inf if lower is None else lower, upper=math.inf if upper is None else upper,
+                  clip=bool(getattr(args, "clip", False)))
+    release = median.private_median(key, data.reshape(-1), **params)
+    guarantee = median.private_median_guarantee(**params)
     return {"value": float(release.value), "support": float(release.info.support),
             "laplace_scale": float(release.info.scale),
             "note": "epsilon-DP under replacement (n public); the general density (3.6), never the Case-A shortcut",

@@ -1,11 +1,11 @@
-"""`gpuprivacy estimate --mechanism ...` entries for seed 000 (registered at import).
+"""`gpuprivacy estimate --mechanism ...` entries for the privacy wrappers of Linder et al. 2025 (registered at import).
 
 ``--mechanism sens-o-matic`` releases any library statistic of a CSV column
 with Sens-o-Matic (Linder et al., Algorithm 1): no sensitivity to declare;
 the public output grid is ``--grid-points`` evenly spaced values on
 ``[--lower, --upper]``. Up to 26 rows it evaluates the whole power set (pure
 epsilon-DP); with ``--max-depth D`` it evaluates at most ``Q(n, D)``
-subsets and reports the exact (epsilon, delta) of the cap (spec 000 P6).
+subsets and reports the exact (epsilon, delta) of the cap (see docs/errata.md).
 """
 
 from __future__ import annotations

@@ -165,10 +165,10 @@ def cmd_info(args) -> None:
     import numpy
     import optax
 
-    import gpuprivacy
+    from gpuprivacy._version import __version__
 
     devices = [{"id": d.id, "platform": d.platform, "kind": getattr(d, "device_kind", "")} for d in jax.devices()]
-    payload = {"gpuprivacy": gpuprivacy.__version__, "python": platform.python_version(), "jax": jax.__version__,
+    payload = {"gpuprivacy": __version__, "python": platform.python_version(), "jax": jax.__version__,
                "jaxlib": jaxlib.__version__, "numpy": numpy.__version__, "mpmath": mpmath.__version__,
                "optax": optax.__version__, "x64_enabled": bool(jax.config.read("jax_enable_x64")),
                "default_backend": jax.default_backend(), "process_count": jax.process_count(),

@@ -13,7 +13,7 @@ import numpy as np
 from gpuprivacy._checks import check_int
 
 BIKES_DAILY_POPULATION = 6946
-"""N: the largest daily count of registered users, 6,946 on 2012-09-26 (spec 004 §5.1)."""
+"""N: the largest daily count of registered users, 6,946 on 2012-09-26 (Lebensold et al. 2024, Sec. 4)."""
 
 _NUM_DAYS = 731
 
@@ -81,11 +81,11 @@ def bikes_daily_queries(d: int | None = None) -> np.ndarray:
 
     N is the largest daily count in the data, which the paper takes as public;
     this normalisation is therefore paper-faithful rather than a DP-rigorous
-    curation (spec 004 §7.8).
+    curation.
 
     Args:
       d: number of leading days, 1 <= d <= 731; None means all 731. The
-        paper uses d = 90 and d = 365 (spec 004 §5.1 assumes the first d days).
+        paper uses d = 90 and d = 365 (Lebensold et al. 2024, Sec. 4; we take the first d days).
 
     Returns:
       ``float64[d]`` with values in [0, 1].

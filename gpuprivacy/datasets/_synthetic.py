@@ -40,8 +40,7 @@ def synthetic_energy_queries(num_users: int, num_days: int, *, seed: int, peak_d
     """Daily mean household energy use, clipped and scaled to [0, 1]: a SYNTHETIC stand-in.
 
     Stands in for the London LCL and NEAR smart-meter series of Lebensold et
-    al. (arXiv 2402.06137v2, App. B), which cannot be shipped (spec 004,
-    Sec. 5.1). Household ``u`` uses
+    al. (arXiv 2402.06137v2, App. B), which cannot be shipped. Household ``u`` uses
 
     .. math::
 

@@ -1,4 +1,4 @@
-"""Covering designs as subset families (seed 002): constructions, an exact verifier, bounds and a planner."""
+"""Covering designs as subset families (Steinke & Steinke 2025): constructions, an exact verifier, bounds and a planner."""
 
 from gpuprivacy.designs._aggregate import DEFAULT_MAX_WORK as DEFAULT_MAX_WORK
 from gpuprivacy.designs._aggregate import MAX_TRANSFORM_CHUNKS as MAX_TRANSFORM_CHUNKS

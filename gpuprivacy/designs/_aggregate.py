@@ -1,4 +1,4 @@
-"""Exact robust order statistics F(v) of a covering design's oracle values (spec 002 §4.2, §4.4).
+"""Exact robust order statistics F(v) of a covering design's oracle values (Steinke & Steinke 2025, Algorithm 4.1).
 
 For oracle values ``v_i`` on kept sets ``K_i`` (on a finite grid, as integer
 indices with 0 = min Y),
@@ -9,7 +9,7 @@ indices with 0 = min Y),
 the smallest maximum surviving value after an adversary deletes v rows. Then
 ``l(x, y) = #{v : F(v) > y}`` is the paper's minimum hitting set (A.1), (6.3),
 which has sensitivity 1 (Prop. A.1) ONLY when computed exactly: a greedy
-hitting set breaks it (spec §4.3, §8 pitfall 3). Every method here is exact:
+hitting set breaks it (Steinke & Steinke 2025, Sec. 4). Every method here is exact:
 
 * ``"sort"``: pairwise disjoint kept sets (sample-and-aggregate, c = 1):
   F(v) is the (v+1)-th largest value;
@@ -115,14 +115,14 @@ def aggregation_plan(family: SubsetFamily, cap: int, *, method: str = "auto",
         raise ValueError(
             f"exact aggregation of this design needs up to {best.work_bound:.3e} operations (method "
             f"{best.method!r}, n0 = {n0} chunks, k = {k}, cap = {cap}), more than max_work = {max_work:.3e}. "
-            "An approximate hitting set would break privacy (spec 002 §4.3), so the design is refused before any "
+            "An approximate hitting set would break privacy (Steinke & Steinke 2025, Sec. 4), so the design is refused before any "
             "data is seen. Use a block design, fewer chunks (the subset transform needs n0 <= 28), or raise max_work.")
     return best
 
 
 def robust_order_statistics(values, family: SubsetFamily, *, cap: int, method: str = "auto",
                             max_work: int = DEFAULT_MAX_WORK, plan: AggregationPlan | None = None) -> np.ndarray:
-    """Exact F(0..cap-1) of spec 002 §4.2 for integer grid values (0 = min Y = nonresponse).
+    """Exact F(0..cap-1) of Steinke & Steinke 2025, Algorithm 4.1 for integer grid values (0 = min Y = nonresponse).
 
     Args:
       values: int ``[k]`` grid indices ``>= 0``, one per kept set of ``family``.
@@ -176,7 +176,7 @@ def _transform_statistics(structure: ChunkStructure, u: np.ndarray, cap: int) ->
 
 @functools.partial(jax.jit, static_argnums=2)
 def _subset_max_levels(bits, values, n0):
-    """min over |R| = level of w(R), w(R) = max{v_i : K_i ⊆ R} (subset-max transform, spec §4.4)."""
+    """min over |R| = level of w(R), w(R) = max{v_i : K_i ⊆ R} (subset-max transform, Steinke & Steinke 2025, Algorithm 4.1)."""
     w = jnp.zeros(1 << n0, jnp.int32).at[bits].max(values)
     for j in range(n0):
         w = w.reshape(-1, 2, 1 << j)
@@ -216,7 +216,7 @@ def _branching_statistics(incidence: np.ndarray, u: np.ndarray, cap: int) -> np.
 
 
 def hitting_counts(order_statistics: np.ndarray, num_outputs: int) -> tuple[np.ndarray, np.ndarray]:
-    """``l_C(y) = #{v < C : F(v) > y}`` and ``lbar_C(y) = #{v < C : F(v) >= y}`` for y = 0..N-1 (spec §2.7)."""
+    """``l_C(y) = #{v < C : F(v) > y}`` and ``lbar_C(y) = #{v < C : F(v) >= y}`` for y = 0..N-1."""
     # NumPy in, NumPy out (host tests and experiments); JAX arrays stay on the device (release kernels).
     xp = jnp if isinstance(order_statistics, jax.Array) else np
     grid = xp.arange(num_outputs)[:, None]

@@ -1,16 +1,16 @@
 """Bounds on covering numbers C(n, m, t) and on the oracle calls of any DP black-box estimator.
 
-Steinke & Steinke, *Privately Estimating Black-Box Statistics* (spec 002 §3.2, §5):
+Steinke & Steinke, *Privately Estimating Black-Box Statistics* (2025, Sec. 3.4 and Sec. 5):
 
 * (3.11)/(3.12): ``binom(n,t)/binom(m,t) <= C(n,m,t)``;
 * (3.17): the integer-rounded Schonheim bound;
 * (3.16): the random-construction upper bound ``ceil(r log binom(m,t)) + floor(r)``;
 * (3.21): Corollary 3.8's closed-form bounds (t > 1);
 * Thm 5.1 (5.1): ``k >= r_t (e^{-2 t eps}/2 - delta/(e^eps - 1))`` for every integer t,
-  with the finite-range term of spec §5.3.
+  with the finite-range term of Steinke & Steinke 2025, Thm 5.1.
 
 Exact integers (Python ints) where the paper's statement is about integers;
-mpmath where binomials overflow float64 (spec §8 pitfall 12).
+mpmath where binomials overflow float64.
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ def corollary_3_8_bounds(n: int, m: int, t: int) -> tuple[float, float]:
     """Corollary 3.8 (3.21): ``((2n-t+1)/(2m-t+1))^t <= C(n,m,t) < ... + 1`` (needs t > 1)."""
     n, m, t = _check_nmt(n, m, t)
     if t <= 1:
-        raise ValueError(f"Corollary 3.8 needs t > 1, got t={t} (spec §8 pitfall 14).")
+        raise ValueError(f"Corollary 3.8 needs t > 1, got t={t}.")
     with mpmath.workdps(40):
         lower = (mpmath.mpf(2 * n - t + 1) / (2 * m - t + 1)) ** t
         growth = (mpmath.mpf(n) / m * mpmath.mpf(n - t + 1) / (m - t + 1)) ** (mpmath.mpf(t) / 2)
@@ -101,9 +101,9 @@ def oracle_calls_lower_bound(n: int, m: int, *, epsilon: float, delta: float = 0
               \\Big(\\tfrac12 e^{-2t'\\varepsilon} - \\frac{3}{|Y|-1} - \\frac{\\delta}{e^\\varepsilon-1}\\Big),
 
     over ``t' = 0..m``; the ``3/(|Y|-1)`` term is the finite-range extension
-    of spec §5.3 (omitted when ``num_outputs`` is None, i.e. range Z).
+    of Steinke & Steinke 2025, Thm 5.1 (omitted when ``num_outputs`` is None, i.e. range Z).
     The bound is vacuous (<= 1/2) when n/m is not large compared with
-    ``e^{2 epsilon}`` (spec §8 pitfall 19).
+    ``e^{2 epsilon}``.
 
     Returns:
       ``(log10 of the bound, the maximising t')``; log10 is ``-inf`` when

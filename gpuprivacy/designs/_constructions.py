@@ -1,8 +1,8 @@
-"""Covering designs as families of KEEP masks (spec 002 §3.3).
+"""Covering designs as families of KEEP masks (Steinke & Steinke 2025, Sec. 3.4).
 
 An (n, m, t)-covering design (Def 3.6) is a list of *removed* sets ``S_i``
 of size m such that every t-set lies in some ``S_i``. The oracle runs on the
-complement ``K_i = [n] \\ S_i`` (spec §8 pitfall 1), so every construction
+complement ``K_i = [n] \\ S_i``, so every construction
 here returns a :class:`gpuprivacy.subsets.SubsetFamily` of kept sets, and the
 covering property reads: every (n - t)-set contains some kept set
 (the Turan form), i.e. the kept sets have transversal number >= t + 1.
@@ -11,7 +11,7 @@ Constructions are built on ``n0`` chunk-vertices and blown up (3.30): chunk j
 is the rows ``perm[j s : (j + 1) s]`` with ``s = n // n0`` and a public,
 data-independent permutation (identity by default); the ``n mod n0``
 leftover rows are never kept, which keeps every kept set the same size
-(static shapes) and does not change the covering (spec §3.3 (C3) [derived]).
+(static shapes) and does not change the covering (our construction for Steinke & Steinke 2025, Sec. 3.4).
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ def blow_up(n: int, chunk_keep, *, key=None, name: str = "") -> SubsetFamily:
 
 
 def block_chunk_masks(t: int, c: int) -> np.ndarray:
-    """``bool[binom(t+c, c), t+c]``: every c-subset of t + c blocks, lexicographic (spec §3.3 (C3))."""
+    """``bool[binom(t+c, c), t+c]``: every c-subset of t + c blocks, lexicographic (Steinke & Steinke 2025, Sec. 3.4)."""
     b = t + c
     combos = list(itertools.combinations(range(b), c))
     masks = np.zeros((len(combos), b), dtype=bool)
@@ -158,7 +158,7 @@ def uncovered_t_subsets(chunk_keep, t: int, *, limit: int | None = None) -> list
 
 
 def random_chunk_masks(key, num_chunks: int, kept_chunks: int, num_subsets: int) -> np.ndarray:
-    """``num_subsets`` i.i.d. uniform kept chunk sets of size ``kept_chunks`` (spec §3.3 (C5))."""
+    """``num_subsets`` i.i.d. uniform kept chunk sets of size ``kept_chunks`` (Steinke & Steinke 2025, Sec. 3.4)."""
     key = check_key(key)
     # Set i depends only on fold_in(key, i): the chunks with the smallest uniforms.
     ranks = np.asarray(jax.vmap(lambda i: jax.numpy.argsort(jax.numpy.argsort(
@@ -203,7 +203,7 @@ def random_design(key, n: int, *, num_chunks: int, removed_chunks: int, t: int, 
 
 
 def greedy_design(n: int, *, num_chunks: int, removed_chunks: int, t: int) -> SubsetFamily:
-    """Greedy set cover of the chunk t-sets by removed m0-sets (Lovasz/Stein; spec §3.3 [outside]).
+    """Greedy set cover of the chunk t-sets by removed m0-sets (Lovasz/Stein; Steinke & Steinke 2025, Sec. 3.4).
 
     Only for small n0 (all ``binom(n0, m0)`` candidates are scored). Ties go
     to the first candidate in lexicographic order.
@@ -232,7 +232,7 @@ def greedy_design(n: int, *, num_chunks: int, removed_chunks: int, t: int) -> Su
 def covering_strength(family: SubsetFamily, *, max_t: int | None = None, max_work: int = DEFAULT_MAX_WORK) -> int:
     """The largest t the family covers: (transversal number of the kept sets) - 1, computed exactly.
 
-    Spec §3.1 [derived]: an (n, m, t)-covering iff no t rows hit every kept
+    Steinke & Steinke 2025, Sec. 3.4: an (n, m, t)-covering iff no t rows hit every kept
     set. With all values 1, F(v) = 1 iff no v rows hit every kept set, so the
     strength is ``#{v : F(v) = 1} - 1``. Searches up to ``max_t`` (default:
     the largest removed set); returns ``max_t`` if the family covers that much.
@@ -254,7 +254,7 @@ def verify_covering(family: SubsetFamily, t: int, *, max_work: int = DEFAULT_MAX
 
     Uses the cheapest exact method: the hitting-set machinery of
     :func:`robust_order_statistics` with all values 1, or enumeration of the
-    chunk t-sets (spec §3.1 operational test).
+    chunk t-sets (an operational test for the definition in Steinke & Steinke 2025, Sec. 3.4).
 
     Examples:
       >>> from gpuprivacy import designs
@@ -279,7 +279,7 @@ def verify_covering(family: SubsetFamily, t: int, *, max_work: int = DEFAULT_MAX
         return bool(f[t] == 1)
     if enumeration_work > max_work or structure.num_chunks > 63:
         raise ValueError(f"exact covering verification needs ~{enumeration_work:.3e} operations, more than "
-                         f"max_work = {max_work:.3e} (co-NP-hard in general; spec §3.3). Use a structured design.")
+                         f"max_work = {max_work:.3e} (co-NP-hard in general; Steinke & Steinke 2025, Sec. 3.4). Use a structured design.")
     return not uncovered_t_subsets(structure.incidence, t, limit=1)
 
 

@@ -1,4 +1,4 @@
-"""Design planning: the covering strength t each mechanism needs, and the (m, t, design) choice (spec 002 §3.4).
+"""Design planning: the covering strength t each mechanism needs, and the (m, t, design) choice.
 
 All quantities are public: they depend on n, the privacy target, |Y|, beta
 and the budget on oracle calls, never on data.
@@ -33,7 +33,7 @@ def pure_tau(*, epsilon: float, num_outputs: int, beta: float) -> int:
 
 
 def zcdp_search_parameters(*, rho: float, num_outputs: int, beta: float) -> tuple[int, float, float]:
-    """Spec §2.5 explicit naive noisy binary search: ``(steps s, sigma, eta)``.
+    """Steinke & Steinke 2025, Thm 4.5, App. A.3-A.4 explicit naive noisy binary search: ``(steps s, sigma, eta)``.
 
     ``s = ceil(log2 N)``, ``sigma = sqrt(s/(2 rho))``, ``eta = sigma Phi^{-1}(1 - beta/s)``;
     the threshold is tau = eta and the design needs t = ceil(2 eta) - 1.
@@ -52,8 +52,8 @@ def required_t(mechanism: str, *, epsilon: float | None = None, rho: float | Non
     """``(t, cap)``: the covering strength the mechanism's accuracy needs and the public cap C on F.
 
     * ``"pure"`` (Thm 4.4): t = 2 tau, C = 2 tau;
-    * ``"zcdp"`` (Thm 4.5, spec §2.5): t = ceil(2 eta) - 1, C = ceil(2 eta);
-    * ``"binary"`` (spec §2.6): t = ceil((2/eps) ln(1/(2 beta))) - 1, C = t + 1.
+    * ``"zcdp"`` (Steinke & Steinke 2025, Thm 4.5, App. A.3-A.4): t = ceil(2 eta) - 1, C = ceil(2 eta);
+    * ``"binary"`` (Steinke & Steinke 2025, Sec. 1.2): t = ceil((2/eps) ln(1/(2 beta))) - 1, C = t + 1.
     """
     if mechanism == "pure":
         tau = pure_tau(epsilon=epsilon, num_outputs=num_outputs, beta=beta)
@@ -124,7 +124,7 @@ def _block_work(t: int, c: int, k: int, cap: int) -> tuple[str, int]:
 def plan_design(n: int, *, budget: int, mechanism: str = "pure", epsilon: float | None = None,
                 rho: float | None = None, num_outputs: int = 2, beta: float = 1e-2, max_c: int = 8,
                 max_work: int = DEFAULT_MAX_WORK) -> DesignPlan:
-    """Chooses (m, t, design) maximising the rows per evaluation n - m with k <= budget (spec §1.3, §3.4).
+    """Chooses (m, t, design) maximising the rows per evaluation n - m with k <= budget (Steinke & Steinke 2025, Thm 1.1, Sec. 3.4).
 
     Candidates: block designs with c = 1..max_c kept blocks (Table 6.1 rows
     1-3; c = 1 is sample-and-aggregate) and, for n <= 20, all t-subsets

@@ -1,7 +1,7 @@
 """The chunk-level structure of a subset family: the canonical, data-independent reduction.
 
 Two rows that lie in exactly the same kept sets are interchangeable for every
-hitting-set question of spec 002 §4.2 (removing either hits the same
+hitting-set question of Steinke & Steinke 2025, Algorithm 4.1 (removing either hits the same
 evaluations), and a row kept by no evaluation can never matter. So the
 family ``{K_1..K_k}`` over ``n`` rows is reduced to an incidence matrix
 ``bool[k, n0]`` over ``n0`` *chunks* (classes of identical columns). This is

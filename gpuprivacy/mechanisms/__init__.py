@@ -5,11 +5,11 @@ Each mechanism handles one (unbatched) input; batch with ``jax.vmap`` or
 privacy guarantee from the parameters alone.
 """
 
-from gpuprivacy.accounting._gaussian_calibration import gaussian_delta_analytic as gaussian_delta_analytic
-from gpuprivacy.accounting._gaussian_calibration import gaussian_sigma_analytic as gaussian_sigma_analytic
-from gpuprivacy.accounting._gaussian_calibration import gaussian_sigma_classic as gaussian_sigma_classic
-from gpuprivacy.accounting._gaussian_calibration import gaussian_sigma_discrete as gaussian_sigma_discrete
-from gpuprivacy.accounting._gaussian_calibration import gaussian_sigma_zcdp as gaussian_sigma_zcdp
+from gpuprivacy.accounting import gaussian_delta_analytic as gaussian_delta_analytic
+from gpuprivacy.accounting import gaussian_sigma_analytic as gaussian_sigma_analytic
+from gpuprivacy.accounting import gaussian_sigma_classic as gaussian_sigma_classic
+from gpuprivacy.accounting import gaussian_sigma_discrete as gaussian_sigma_discrete
+from gpuprivacy.accounting import gaussian_sigma_zcdp as gaussian_sigma_zcdp
 from gpuprivacy.mechanisms._classic._additive import GaussianInfo as GaussianInfo
 from gpuprivacy.mechanisms._classic._additive import LaplaceInfo as LaplaceInfo
 from gpuprivacy.mechanisms._classic._additive import gaussian_mechanism as gaussian_mechanism
@@ -20,16 +20,23 @@ from gpuprivacy.mechanisms._classic._additive import laplace_mechanism as laplac
 from gpuprivacy.mechanisms._classic._additive import laplace_mechanism_guarantee as laplace_mechanism_guarantee
 from gpuprivacy.mechanisms._release import Release as Release
 from gpuprivacy.mechanisms._release import run_trials as run_trials
-from gpuprivacy.mechanisms._selection._selection import NOISE_NAMES as NOISE_NAMES
-from gpuprivacy.mechanisms._selection._selection import SelectionInfo as SelectionInfo
-from gpuprivacy.mechanisms._selection._selection import exponential_mechanism as exponential_mechanism
-from gpuprivacy.mechanisms._selection._selection import exponential_mechanism_guarantee as exponential_mechanism_guarantee
-from gpuprivacy.mechanisms._selection._selection import exponential_mechanism_probabilities as exponential_mechanism_probabilities
-from gpuprivacy.mechanisms._selection._selection import permute_and_flip as permute_and_flip
-from gpuprivacy.mechanisms._selection._selection import permute_and_flip_guarantee as permute_and_flip_guarantee
-from gpuprivacy.mechanisms._selection._selection import permute_and_flip_probabilities as permute_and_flip_probabilities
-from gpuprivacy.mechanisms._selection._selection import report_noisy_max as report_noisy_max
-from gpuprivacy.mechanisms._selection._selection import report_noisy_max_guarantee as report_noisy_max_guarantee
+from gpuprivacy.mechanisms._release import batched_trials as batched_trials
+from gpuprivacy.mechanisms._selection._common import NOISE_NAMES as NOISE_NAMES
+from gpuprivacy.mechanisms._selection._common import SelectionInfo as SelectionInfo
+from gpuprivacy.mechanisms._selection._exponential import exponential_mechanism as exponential_mechanism
+from gpuprivacy.mechanisms._selection._exponential import (
+    exponential_mechanism_guarantee as exponential_mechanism_guarantee,
+)
+from gpuprivacy.mechanisms._selection._exponential import (
+    exponential_mechanism_probabilities as exponential_mechanism_probabilities,
+)
+from gpuprivacy.mechanisms._selection._permute_and_flip import permute_and_flip as permute_and_flip
+from gpuprivacy.mechanisms._selection._permute_and_flip import permute_and_flip_guarantee as permute_and_flip_guarantee
+from gpuprivacy.mechanisms._selection._permute_and_flip import (
+    permute_and_flip_probabilities as permute_and_flip_probabilities,
+)
+from gpuprivacy.mechanisms._selection._report_noisy_max import report_noisy_max as report_noisy_max
+from gpuprivacy.mechanisms._selection._report_noisy_max import report_noisy_max_guarantee as report_noisy_max_guarantee
 from gpuprivacy.mechanisms._sparse_vector._above_threshold import NO_QUERY_ABOVE as NO_QUERY_ABOVE
 from gpuprivacy.mechanisms._sparse_vector._above_threshold import AboveThresholdInfo as AboveThresholdInfo
 from gpuprivacy.mechanisms._sparse_vector._above_threshold import SparseVectorInfo as SparseVectorInfo
@@ -51,22 +58,30 @@ from gpuprivacy.mechanisms._gaussian_selection._filters import whitehouse_filter
 from gpuprivacy.mechanisms._gaussian_selection._filters import whitehouse_filter_init as whitehouse_filter_init
 from gpuprivacy.mechanisms._gaussian_selection._filters import whitehouse_filter_spend as whitehouse_filter_spend
 from gpuprivacy.mechanisms._gaussian_selection._filters import whitehouse_filter_step as whitehouse_filter_step
-from gpuprivacy.mechanisms._gaussian_selection._selection import GaussianAboveThresholdInfo as GaussianAboveThresholdInfo
-from gpuprivacy.mechanisms._gaussian_selection._selection import LAPLACE_CALIBRATIONS as LAPLACE_CALIBRATIONS
-from gpuprivacy.mechanisms._gaussian_selection._selection import NO_STOPPING_TIME as NO_STOPPING_TIME
-from gpuprivacy.mechanisms._gaussian_selection._selection import gaussian_above_threshold as gaussian_above_threshold
-from gpuprivacy.mechanisms._gaussian_selection._selection import (
+from gpuprivacy.mechanisms._gaussian_selection._above_threshold import (
+    GaussianAboveThresholdInfo as GaussianAboveThresholdInfo,
+)
+from gpuprivacy.mechanisms._gaussian_selection._report_noisy_max import LAPLACE_CALIBRATIONS as LAPLACE_CALIBRATIONS
+from gpuprivacy.mechanisms._gaussian_selection._above_threshold import NO_STOPPING_TIME as NO_STOPPING_TIME
+from gpuprivacy.mechanisms._gaussian_selection._above_threshold import (
+    gaussian_above_threshold as gaussian_above_threshold,
+)
+from gpuprivacy.mechanisms._gaussian_selection._above_threshold import (
     gaussian_above_threshold_epsilon_post as gaussian_above_threshold_epsilon_post,
 )
-from gpuprivacy.mechanisms._gaussian_selection._selection import (
+from gpuprivacy.mechanisms._gaussian_selection._above_threshold import (
     gaussian_above_threshold_guarantee as gaussian_above_threshold_guarantee,
 )
-from gpuprivacy.mechanisms._gaussian_selection._selection import gaussian_report_noisy_max as gaussian_report_noisy_max
-from gpuprivacy.mechanisms._gaussian_selection._selection import (
+from gpuprivacy.mechanisms._gaussian_selection._report_noisy_max import (
+    gaussian_report_noisy_max as gaussian_report_noisy_max,
+)
+from gpuprivacy.mechanisms._gaussian_selection._report_noisy_max import (
     gaussian_report_noisy_max_guarantee as gaussian_report_noisy_max_guarantee,
 )
-from gpuprivacy.mechanisms._gaussian_selection._selection import laplace_report_noisy_max as laplace_report_noisy_max
-from gpuprivacy.mechanisms._gaussian_selection._selection import (
+from gpuprivacy.mechanisms._gaussian_selection._report_noisy_max import (
+    laplace_report_noisy_max as laplace_report_noisy_max,
+)
+from gpuprivacy.mechanisms._gaussian_selection._report_noisy_max import (
     laplace_report_noisy_max_guarantee as laplace_report_noisy_max_guarantee,
 )
 from gpuprivacy.mechanisms._gaussian_selection._sparse_vector import GaussianSparseVectorInfo as GaussianSparseVectorInfo
@@ -87,3 +102,70 @@ from gpuprivacy.mechanisms import blackbox as blackbox
 from gpuprivacy.mechanisms import instance_optimal as instance_optimal
 from gpuprivacy.mechanisms import median as median
 from gpuprivacy.mechanisms import wrappers as wrappers
+
+# The flat public face: every release function of the families, with its guarantee and result info.
+# Each stays reachable from its family namespace too, next to that family's analysis helpers.
+from gpuprivacy.mechanisms.wrappers import cummings_durfee as cummings_durfee
+from gpuprivacy.mechanisms.wrappers import cummings_durfee_guarantee as cummings_durfee_guarantee
+from gpuprivacy.mechanisms.wrappers import double_monotonization as double_monotonization
+from gpuprivacy.mechanisms.wrappers import double_monotonization_guarantee as double_monotonization_guarantee
+from gpuprivacy.mechanisms.wrappers import sens_o_matic as sens_o_matic
+from gpuprivacy.mechanisms.wrappers import sens_o_matic_guarantee as sens_o_matic_guarantee
+from gpuprivacy.mechanisms.wrappers import shifted_inverse as shifted_inverse
+from gpuprivacy.mechanisms.wrappers import shifted_inverse_guarantee as shifted_inverse_guarantee
+from gpuprivacy.mechanisms.wrappers import small_diameter_subset_extension as small_diameter_subset_extension
+from gpuprivacy.mechanisms.wrappers import small_diameter_subset_extension_guarantee as small_diameter_subset_extension_guarantee
+from gpuprivacy.mechanisms.wrappers import subset_extension as subset_extension
+from gpuprivacy.mechanisms.wrappers import subset_extension_guarantee as subset_extension_guarantee
+from gpuprivacy.mechanisms.wrappers import tahoe as tahoe
+from gpuprivacy.mechanisms.wrappers import tahoe_guarantee as tahoe_guarantee
+from gpuprivacy.mechanisms.wrappers import white_box_laplace as white_box_laplace
+from gpuprivacy.mechanisms.wrappers import white_box_laplace_guarantee as white_box_laplace_guarantee
+from gpuprivacy.mechanisms.wrappers import BaselineInfo as BaselineInfo
+from gpuprivacy.mechanisms.wrappers import DoubleMonotonizationInfo as DoubleMonotonizationInfo
+from gpuprivacy.mechanisms.wrappers import SensOMaticInfo as SensOMaticInfo
+from gpuprivacy.mechanisms.wrappers import ShiftedInverseInfo as ShiftedInverseInfo
+from gpuprivacy.mechanisms.wrappers import SmallDiameterInfo as SmallDiameterInfo
+from gpuprivacy.mechanisms.wrappers import SubsetExtensionInfo as SubsetExtensionInfo
+from gpuprivacy.mechanisms.median import exponential_mechanism_median as exponential_mechanism_median
+from gpuprivacy.mechanisms.median import exponential_mechanism_median_guarantee as exponential_mechanism_median_guarantee
+from gpuprivacy.mechanisms.median import private_median as private_median
+from gpuprivacy.mechanisms.median import private_median_guarantee as private_median_guarantee
+from gpuprivacy.mechanisms.median import ExponentialMedianInfo as ExponentialMedianInfo
+from gpuprivacy.mechanisms.median import PrivateMedianInfo as PrivateMedianInfo
+from gpuprivacy.mechanisms.instance_optimal import inverse_sensitivity as inverse_sensitivity
+from gpuprivacy.mechanisms.instance_optimal import inverse_sensitivity_guarantee as inverse_sensitivity_guarantee
+from gpuprivacy.mechanisms.instance_optimal import inverse_sensitivity_clipped_mean as inverse_sensitivity_clipped_mean
+from gpuprivacy.mechanisms.instance_optimal import inverse_sensitivity_clipped_mean_guarantee as inverse_sensitivity_clipped_mean_guarantee
+from gpuprivacy.mechanisms.instance_optimal import inverse_sensitivity_count as inverse_sensitivity_count
+from gpuprivacy.mechanisms.instance_optimal import inverse_sensitivity_count_guarantee as inverse_sensitivity_count_guarantee
+from gpuprivacy.mechanisms.instance_optimal import inverse_sensitivity_median as inverse_sensitivity_median
+from gpuprivacy.mechanisms.instance_optimal import inverse_sensitivity_median_guarantee as inverse_sensitivity_median_guarantee
+from gpuprivacy.mechanisms.instance_optimal import inverse_sensitivity_quantile as inverse_sensitivity_quantile
+from gpuprivacy.mechanisms.instance_optimal import inverse_sensitivity_quantile_guarantee as inverse_sensitivity_quantile_guarantee
+from gpuprivacy.mechanisms.instance_optimal import laplace_median as laplace_median
+from gpuprivacy.mechanisms.instance_optimal import laplace_median_guarantee as laplace_median_guarantee
+from gpuprivacy.mechanisms.instance_optimal import piecewise_laplace as piecewise_laplace
+from gpuprivacy.mechanisms.instance_optimal import piecewise_laplace_guarantee as piecewise_laplace_guarantee
+from gpuprivacy.mechanisms.instance_optimal import piecewise_laplace_clipped_mean as piecewise_laplace_clipped_mean
+from gpuprivacy.mechanisms.instance_optimal import piecewise_laplace_clipped_mean_guarantee as piecewise_laplace_clipped_mean_guarantee
+from gpuprivacy.mechanisms.instance_optimal import piecewise_laplace_count as piecewise_laplace_count
+from gpuprivacy.mechanisms.instance_optimal import piecewise_laplace_count_guarantee as piecewise_laplace_count_guarantee
+from gpuprivacy.mechanisms.instance_optimal import piecewise_laplace_median as piecewise_laplace_median
+from gpuprivacy.mechanisms.instance_optimal import piecewise_laplace_median_guarantee as piecewise_laplace_median_guarantee
+from gpuprivacy.mechanisms.instance_optimal import piecewise_laplace_quantile as piecewise_laplace_quantile
+from gpuprivacy.mechanisms.instance_optimal import piecewise_laplace_quantile_guarantee as piecewise_laplace_quantile_guarantee
+from gpuprivacy.mechanisms.instance_optimal import piecewise_laplace_vector as piecewise_laplace_vector
+from gpuprivacy.mechanisms.instance_optimal import piecewise_laplace_vector_guarantee as piecewise_laplace_vector_guarantee
+from gpuprivacy.mechanisms.instance_optimal import smooth_sensitivity_median as smooth_sensitivity_median
+from gpuprivacy.mechanisms.instance_optimal import smooth_sensitivity_median_guarantee as smooth_sensitivity_median_guarantee
+from gpuprivacy.mechanisms.instance_optimal import PiecewiseLaplaceInfo as PiecewiseLaplaceInfo
+from gpuprivacy.mechanisms.instance_optimal import SmoothSensitivityInfo as SmoothSensitivityInfo
+from gpuprivacy.mechanisms.instance_optimal import VectorInfo as VectorInfo
+from gpuprivacy.mechanisms.blackbox import blackbox_binary as blackbox_binary
+from gpuprivacy.mechanisms.blackbox import blackbox_binary_guarantee as blackbox_binary_guarantee
+from gpuprivacy.mechanisms.blackbox import blackbox_estimate as blackbox_estimate
+from gpuprivacy.mechanisms.blackbox import blackbox_estimate_guarantee as blackbox_estimate_guarantee
+from gpuprivacy.mechanisms.blackbox import blackbox_estimate_zcdp as blackbox_estimate_zcdp
+from gpuprivacy.mechanisms.blackbox import blackbox_estimate_zcdp_guarantee as blackbox_estimate_zcdp_guarantee
+from gpuprivacy.mechanisms.blackbox import BlackboxInfo as BlackboxInfo

@@ -1,4 +1,4 @@
-"""Validation, rounding and sanitising helpers shared by the mechanisms.
+"""Validation and sanitising helpers shared by the mechanisms (directed rounding lives in gpuprivacy._rounding).
 
 Everything here is private. The public mechanisms call the ``check_*``
 helpers on concrete inputs at the curator's boundary (STYLE "errors vs
@@ -8,17 +8,16 @@ still run because shapes are static.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
-from fractions import Fraction
 from typing import Any
 
 import jax
 import jax.numpy as jnp
-import mpmath
 import numpy as np
 
 from gpuprivacy._checks import check_real_array, is_tracer
+# Re-exported for the selection modules that still import them from here; new code imports
+# gpuprivacy._rounding directly (the one home of directed rounding).
 
 # Kernels are total on data: NaN scores become -SCORE_BOUND and +-inf are
 # clamped to +-SCORE_BOUND. A quarter of the largest float64 keeps every
@@ -42,32 +41,6 @@ def unit_noise(sampler: Callable[..., jax.Array], key: jax.Array, shape: tuple[i
     ``value + scale * noise`` the same computation in every context.
     """
     return jax.lax.optimization_barrier(sampler(key, shape))
-
-
-def float_up(exact: Fraction | mpmath.mpf) -> float:
-    """The smallest float64 that is >= ``exact`` (a Fraction, or an mpmath number)."""
-    try:
-        value = float(exact)
-    except OverflowError:
-        raise ValueError(f"{exact} does not fit in a float64; use smaller parameters.") from None
-    if math.isinf(value):
-        raise ValueError(f"{exact} does not fit in a float64; use smaller parameters.")
-    below = Fraction(value) < exact if isinstance(exact, Fraction) else mpmath.mpf(value) < exact
-    return math.nextafter(value, math.inf) if below else value
-
-
-def divide_up(numerator: Any, denominator: Any, *, multiplier: int = 1) -> Any:
-    """``multiplier * numerator / denominator`` rounded up to a float64.
-
-    Concrete inputs give a Python float that is an upper bound on the exact
-    quotient, so a noise scale is never smaller than the one the privacy
-    proof asks for. If either is a JAX tracer (for example a vmapped epsilon
-    that was validated beforehand) the result is plain float64 arithmetic,
-    correct to about an ulp.
-    """
-    if is_tracer(numerator) or is_tracer(denominator):
-        return (multiplier * jnp.asarray(numerator, jnp.float64)) / jnp.asarray(denominator, jnp.float64)
-    return float_up(Fraction(multiplier) * Fraction(numerator) / Fraction(denominator))
 
 
 def check_bool(name: str, value: Any) -> bool:

@@ -43,7 +43,11 @@ def run_trials(mechanism: Callable[..., Release], key: Key, num_trials: int, *ar
                  in_axes=(0,) + (0 if batched_args else None,) * len(args))(keys, *args)
 
     and trial ``i`` gives the same release as the unbatched call with
-    ``keys[i]``.
+    ``keys[i]``. A mechanism that cannot be vmapped (host-routed, such as
+    :func:`~gpuprivacy.mechanisms.median.private_median`) may carry its own
+    batched implementation, attached with :func:`batched_trials`; ``run_trials``
+    then calls it with the same ``keys`` instead of ``jax.vmap``, with the same
+    per-trial result.
 
     Args:
       mechanism: a mechanism ``(key, *data, **params) -> Release``.
@@ -84,5 +88,45 @@ def run_trials(mechanism: Callable[..., Release], key: Key, num_trials: int, *ar
                         f"axis of length num_trials={num_trials}; argument {position} has shape {shape}. "
                         "Pass batched_args=False to share the arguments across trials.")
     keys = jax.random.split(key, num_trials)
+    batched = getattr(mechanism, RUN_TRIALS_HOOK, None)
+    if batched is not None:
+        return batched(keys, *args, batched_args=batched_args, **kwargs)
     in_axes = (0,) + (0 if batched_args else None,) * len(args)
     return jax.vmap(functools.partial(mechanism, **kwargs), in_axes=in_axes)(keys, *args)
+
+
+RUN_TRIALS_HOOK = "__gpuprivacy_run_trials__"
+
+
+def batched_trials(implementation: Callable[..., Release]) -> Callable[[Callable[..., Release]], Callable[..., Release]]:
+    """Decorator: give a mechanism its own batched implementation for :func:`run_trials`.
+
+    For mechanisms that cannot be ``jax.vmap``-ed efficiently (e.g. host-routed ones such as
+    :func:`gpuprivacy.mechanisms.median.private_median`). ``run_trials`` then calls
+
+    .. code-block:: python
+
+        implementation(keys, *args, batched_args=batched_args, **kwargs)
+
+    instead of ``jax.vmap``, with ``keys = jax.random.split(key, num_trials)`` (already split and
+    validated, like every other argument ``run_trials`` checks). The implementation must return a
+    :class:`Release` whose leaves have a leading axis of length ``num_trials`` and whose trial
+    ``i`` equals ``mechanism(keys[i], *args_i, **kwargs)`` exactly: the hook changes how the
+    trials are computed, never what they release.
+
+    The implementation is stored as the attribute ``__gpuprivacy_run_trials__`` of the mechanism,
+    which is returned unchanged.
+
+    Examples:
+      >>> from gpuprivacy.mechanisms._release import batched_trials
+      >>> def _many(keys, data, *, batched_args, epsilon): ...
+      >>> @batched_trials(_many)
+      ... def mechanism(key, data, *, epsilon): ...
+      >>> mechanism.__gpuprivacy_run_trials__ is _many
+      True
+    """
+    def attach(mechanism: Callable[..., Release]) -> Callable[..., Release]:
+        setattr(mechanism, RUN_TRIALS_HOOK, implementation)
+        return mechanism
+
+    return attach

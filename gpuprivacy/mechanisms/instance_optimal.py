@@ -1,4 +1,4 @@
-"""Piecewise Laplace and inverse sensitivity (seed 001).
+"""Piecewise Laplace and inverse sensitivity (Durfee 2025).
 
 Durfee, *Unifying Laplace Mechanism with Instance Optimality in Differential
 Privacy*: the piecewise Laplace mechanism, the inverse sensitivity
@@ -6,32 +6,32 @@ mechanism, smooth-sensitivity baselines and the local bounds they need.
 This module only re-exports; the code lives in private modules.
 """
 
-from gpuprivacy.mechanisms._instance_optimal._piecewise_laplace import LocalBounds as LocalBounds
+from gpuprivacy.mechanisms._instance_optimal._local_bounds_type import LocalBounds as LocalBounds
 from gpuprivacy.mechanisms._instance_optimal._piecewise_laplace import PiecewiseLaplaceInfo as PiecewiseLaplaceInfo
-from gpuprivacy.mechanisms._instance_optimal._piecewise_laplace import absolute_error_cdf as absolute_error_cdf
-from gpuprivacy.mechanisms._instance_optimal._piecewise_laplace import cdf as cdf
-from gpuprivacy.mechanisms._instance_optimal._piecewise_laplace import error_moments as error_moments
-from gpuprivacy.mechanisms._instance_optimal._piecewise_laplace import log_density as log_density
-from gpuprivacy.mechanisms._instance_optimal._piecewise_laplace import make_local_bounds as make_local_bounds
-from gpuprivacy.mechanisms._instance_optimal._piecewise_laplace import piece_log_weights as piece_log_weights
+from gpuprivacy.mechanisms._instance_optimal._piecewise_laplace_analysis import absolute_error_cdf as absolute_error_cdf
+from gpuprivacy.mechanisms._instance_optimal._piecewise_laplace_analysis import cdf as cdf
+from gpuprivacy.mechanisms._instance_optimal._piecewise_laplace_analysis import error_moments as error_moments
+from gpuprivacy.mechanisms._instance_optimal._piecewise_laplace_analysis import log_density as log_density
+from gpuprivacy.mechanisms._instance_optimal._local_bounds_type import make_local_bounds as make_local_bounds
+from gpuprivacy.mechanisms._instance_optimal._piecewise_laplace_analysis import piece_log_weights as piece_log_weights
 from gpuprivacy.mechanisms._instance_optimal._piecewise_laplace import piecewise_laplace as piecewise_laplace
 from gpuprivacy.mechanisms._instance_optimal._piecewise_laplace import piecewise_laplace_guarantee as piecewise_laplace_guarantee
 from gpuprivacy.mechanisms._instance_optimal._inverse_sensitivity import inverse_sensitivity as inverse_sensitivity
 from gpuprivacy.mechanisms._instance_optimal._inverse_sensitivity import inverse_sensitivity_guarantee as inverse_sensitivity_guarantee
-from gpuprivacy.mechanisms._instance_optimal._local_bounds import check_local_bounds_neighbours as check_local_bounds_neighbours
-from gpuprivacy.mechanisms._instance_optimal._local_bounds import clipped_mean_bounds as clipped_mean_bounds
-from gpuprivacy.mechanisms._instance_optimal._local_bounds import count_bounds as count_bounds
-from gpuprivacy.mechanisms._instance_optimal._local_bounds import finite_universe_bounds as finite_universe_bounds
-from gpuprivacy.mechanisms._instance_optimal._local_bounds import generic_blackbox_bounds as generic_blackbox_bounds
-from gpuprivacy.mechanisms._instance_optimal._local_bounds import median_bounds as median_bounds
-from gpuprivacy.mechanisms._instance_optimal._local_bounds import monotone_bounds as monotone_bounds
-from gpuprivacy.mechanisms._instance_optimal._local_bounds import quantile_bounds as quantile_bounds
+from gpuprivacy.mechanisms._instance_optimal._local_bounds_type import check_local_bounds_neighbours as check_local_bounds_neighbours
+from gpuprivacy.mechanisms._instance_optimal._statistic_bounds import clipped_mean_bounds as clipped_mean_bounds
+from gpuprivacy.mechanisms._instance_optimal._statistic_bounds import count_bounds as count_bounds
+from gpuprivacy.mechanisms._instance_optimal._blackbox_bounds import finite_universe_bounds as finite_universe_bounds
+from gpuprivacy.mechanisms._instance_optimal._blackbox_bounds import generic_blackbox_bounds as generic_blackbox_bounds
+from gpuprivacy.mechanisms._instance_optimal._statistic_bounds import median_bounds as median_bounds
+from gpuprivacy.mechanisms._instance_optimal._blackbox_bounds import monotone_bounds as monotone_bounds
+from gpuprivacy.mechanisms._instance_optimal._statistic_bounds import quantile_bounds as quantile_bounds
 from gpuprivacy.mechanisms._instance_optimal._statistics import inverse_sensitivity_clipped_mean as inverse_sensitivity_clipped_mean
 from gpuprivacy.mechanisms._instance_optimal._statistics import (
     inverse_sensitivity_clipped_mean_guarantee as inverse_sensitivity_clipped_mean_guarantee,
 )
-from gpuprivacy.mechanisms._instance_optimal._statistics import inverse_sensitivity_count as inverse_sensitivity_count
-from gpuprivacy.mechanisms._instance_optimal._statistics import (
+from gpuprivacy.mechanisms._instance_optimal._count import inverse_sensitivity_count as inverse_sensitivity_count
+from gpuprivacy.mechanisms._instance_optimal._count import (
     inverse_sensitivity_count_guarantee as inverse_sensitivity_count_guarantee,
 )
 from gpuprivacy.mechanisms._instance_optimal._statistics import inverse_sensitivity_median as inverse_sensitivity_median
@@ -42,14 +42,14 @@ from gpuprivacy.mechanisms._instance_optimal._statistics import inverse_sensitiv
 from gpuprivacy.mechanisms._instance_optimal._statistics import (
     inverse_sensitivity_quantile_guarantee as inverse_sensitivity_quantile_guarantee,
 )
-from gpuprivacy.mechanisms._instance_optimal._statistics import laplace_median as laplace_median
-from gpuprivacy.mechanisms._instance_optimal._statistics import laplace_median_guarantee as laplace_median_guarantee
+from gpuprivacy.mechanisms._instance_optimal._laplace_median import laplace_median as laplace_median
+from gpuprivacy.mechanisms._instance_optimal._laplace_median import laplace_median_guarantee as laplace_median_guarantee
 from gpuprivacy.mechanisms._instance_optimal._statistics import piecewise_laplace_clipped_mean as piecewise_laplace_clipped_mean
 from gpuprivacy.mechanisms._instance_optimal._statistics import (
     piecewise_laplace_clipped_mean_guarantee as piecewise_laplace_clipped_mean_guarantee,
 )
-from gpuprivacy.mechanisms._instance_optimal._statistics import piecewise_laplace_count as piecewise_laplace_count
-from gpuprivacy.mechanisms._instance_optimal._statistics import (
+from gpuprivacy.mechanisms._instance_optimal._count import piecewise_laplace_count as piecewise_laplace_count
+from gpuprivacy.mechanisms._instance_optimal._count import (
     piecewise_laplace_count_guarantee as piecewise_laplace_count_guarantee,
 )
 from gpuprivacy.mechanisms._instance_optimal._statistics import piecewise_laplace_median as piecewise_laplace_median

@@ -1,4 +1,4 @@
-"""Optimal private median (seed 003).
+"""Optimal private median (Tzamos et al. 2020).
 
 *Optimal Private Median Estimation under Minimal Distributional
 Assumptions*: the general density (3.6) with its certified fast path, and
@@ -26,6 +26,12 @@ from gpuprivacy.mechanisms._median._exponential import (
 from gpuprivacy.mechanisms._median._exponential import flattened_laplace_tail as flattened_laplace_tail
 from gpuprivacy.mechanisms._median._exponential import lower_bound_sample_sizes as lower_bound_sample_sizes
 from gpuprivacy.mechanisms._median._exponential import nonprivate_median as nonprivate_median
+
+# UNSAFE, not differentially private (Tzamos et al. 2020, Lemma 3.2 fails; docs/errata.md): the paper's
+# Case-A shortcut, public only so that studies can show it as the unsafe reference. Never a mechanism.
+from gpuprivacy.mechanisms._median._exponential import (
+    _flattened_laplace_shortcut as unsafe_flattened_laplace_shortcut,
+)
 from gpuprivacy.mechanisms._median._config import THEORY_CONSTANT as THEORY_CONSTANT
 from gpuprivacy.mechanisms._median._config import MedianConfig as MedianConfig
 from gpuprivacy.mechanisms._median._config import MedianParameterWarning as MedianParameterWarning

@@ -1,4 +1,4 @@
-"""Privacy wrappers for untrusted black-box functions (seed 000).
+"""Privacy wrappers for untrusted black-box functions (Linder et al. 2025).
 
 Linder et al., *Privately Evaluating Untrusted Black-Box Functions*: Shifted
 Inverse, Sens-o-Matic, Subset Extension, Small-Diameter Subset Extension,

@@ -44,6 +44,7 @@ import numpy as np
 
 from gpuprivacy._checks import check_epsilon, check_key, check_positive, is_tracer
 from gpuprivacy._config import require_x64
+from gpuprivacy._rounding import float_up
 from gpuprivacy._typing import Array, Key
 from gpuprivacy.noise._discrete import MAX_SCALE, MIN_SCALE, _discrete_gaussian, _discrete_laplace
 
@@ -154,9 +155,7 @@ def secure_laplace_scale(epsilon: float, sensitivity: float, granularity: float)
     sensitivity = check_positive("sensitivity", sensitivity)
     granularity = _check_granularity(granularity)
     exact = (Fraction(sensitivity) + Fraction(granularity)) / (Fraction(epsilon) * Fraction(granularity))
-    scale = float(exact)
-    if Fraction(scale) < exact:
-        scale = math.nextafter(scale, math.inf)
+    scale = float_up(exact)
     if not MIN_SCALE <= scale <= MAX_SCALE:
         raise ValueError(f"the discrete Laplace scale (sensitivity + granularity) / (epsilon * granularity) "
                          f"= {scale!r} lies outside [2**-1022, 2**52]; use a coarser granularity or a larger "

@@ -17,6 +17,7 @@ import numpy as np
 
 from gpuprivacy._checks import is_tracer
 from gpuprivacy._config import require_x64
+from gpuprivacy._rounding import cast_down, cast_up
 
 FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
@@ -71,13 +72,7 @@ def round_inward(value: float, dtype: np.dtype, *, up: bool) -> float:
     that lies in the rounded window also lies in the window the caller asked
     for. Exact for float64 (Python floats already are float64).
     """
-    with np.errstate(over="ignore"):  # beyond the float32 range: +-inf, stepped inward below
-        rounded = dtype.type(value)
-    if up and float(rounded) < value:
-        rounded = np.nextafter(rounded, dtype.type(np.inf))
-    if not up and float(rounded) > value:
-        rounded = np.nextafter(rounded, dtype.type(-np.inf))
-    return float(rounded)
+    return cast_up(value, dtype) if up else cast_down(value, dtype)
 
 
 def as_parameter(value: Any, dtype: Any) -> Any:

@@ -20,8 +20,9 @@ from gpuprivacy.oracle._library import trimmed_mean as trimmed_mean
 from gpuprivacy.oracle._library import variance as variance
 from gpuprivacy.oracle._levels import DEFAULT_CAPACITY as DEFAULT_CAPACITY
 from gpuprivacy.oracle._levels import DEFAULT_MAX_QUERIES as DEFAULT_MAX_QUERIES
+from gpuprivacy.oracle._levels import check_capacity as check_capacity
 from gpuprivacy.oracle._levels import evaluate_levels as evaluate_levels
-from gpuprivacy.oracle._levels import padded_oracle as padded_oracle
+from gpuprivacy.oracle._isolation import padded_oracle as padded_oracle
 from gpuprivacy.oracle._levels import split_levels as split_levels
 from gpuprivacy.oracle._levels import to_powerset as to_powerset
 from gpuprivacy.oracle._levels import evaluate_powerset as evaluate_powerset

@@ -1,7 +1,7 @@
 """Batched evaluation of an untrusted oracle over a subset family.
 
 The oracle ``f(rows, valid) -> value`` is evaluated on every subset of a
-family. Privacy requirement (spec 000 §4.3 and §7 P1, spec 002 §8): the
+family. Privacy requirement (ours, needed for the wrappers of Linder et al. 2025 to be private): the
 oracle must see only the rows of its subset. Each subset is therefore
 *gathered* into a fixed-capacity block
 
@@ -13,7 +13,7 @@ oracle must see only the rows of its subset. Each subset is therefore
   the real ones;
 * of a public capacity: the largest subset of the family, or the
   ``capacity`` argument. A family that contains the whole dataset has
-  capacity n; when n is private (add/remove neighbours, spec 000 §1), pass a
+  capacity n; when n is private (add/remove neighbours, Linder et al. 2025, Sec. 2), pass a
   public upper bound so that no block's shape reveals n.
 
 Sorting happens once per call (NumPy, on the host), so order-statistic
@@ -42,14 +42,12 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from gpuprivacy._checks import check_chunk_size, check_data, check_int
 from gpuprivacy._progress import Progress
-from gpuprivacy.subsets import _combinatorics as comb
-from gpuprivacy.subsets._families import SubsetFamily, check_family_size
+from gpuprivacy.oracle._isolation import COMPARE_ALL_WIDTH, apply_oracle, blocks_from_removed, gather_rows
+from gpuprivacy.subsets import SubsetFamily, binomial_table, check_family_size, level_offsets, unrank_removed_device
 
 SUBSETS_AXIS = "subsets"
 # Elements of gathered rows per device per chunk when chunk_size is None (~32 MiB of float64).
 _DEFAULT_CHUNK_ELEMENTS = 1 << 22
-# Up to this many removed rows, slot positions are found by comparing against all of them.
-_COMPARE_ALL_WIDTH = 16
 # Subsets per vmapped oracle call; chunks are whole numbers of micro-batches.
 MICRO_BATCH = 128
 
@@ -191,13 +189,13 @@ class _ChunkRunner:
         self.sorted_data = self.put_replicated(sorted_data)
         kind = family.kind
         if kind == "removals":
-            self.table = self.put_replicated(comb.binomial_table(family.n, family.depth))
-            self.offsets = self.put_replicated(np.asarray(comb.level_offsets(family.n, family.depth), np.int64))
+            self.table = self.put_replicated(binomial_table(family.n, family.depth))
+            self.offsets = self.put_replicated(np.asarray(level_offsets(family.n, family.depth), np.int64))
             self.rank_device = self.put_replicated(rank)
         # Many removed rows: slot positions are cheaper to find on the host (a mask
         # and a boolean compaction in NumPy) than on the device, so such families
         # reach the kernel in kept form.
-        self.compact_on_host = kind == "removed" and family.removed_width > _COMPARE_ALL_WIDTH
+        self.compact_on_host = kind == "removed" and family.removed_width > COMPARE_ALL_WIDTH
         kernel_kind = "kept" if self.compact_on_host else kind
         self.kernel = _compiled_kernel(oracle_fn, kernel_kind, family.n, capacity, family.depth, step, mesh)
 
@@ -252,63 +250,6 @@ def _constrain(x, mesh):
     return jax.lax.with_sharding_constraint(x, NamedSharding(mesh, PartitionSpec(SUBSETS_AXIS)))
 
 
-def _blocks_from_removed(sorted_data, removed_positions, n, capacity):
-    """Gathered rows for subsets given by their removed canonical positions (ascending, sentinel n)."""
-    width = removed_positions.shape[-1]
-    real = removed_positions < n
-    # Slot j holds canonical position j + #{i : r_i - i <= j}; sentinels never count.
-    shifted = jnp.where(real, removed_positions - jnp.arange(width, dtype=jnp.int32)[None, :], n + width)
-    slots = jnp.arange(capacity, dtype=jnp.int32)
-    if width <= _COMPARE_ALL_WIDTH:
-        skips = (shifted[:, None, :] <= slots[None, :, None]).sum(-1, dtype=jnp.int32)
-    else:
-        skips = jax.vmap(lambda s: _count_at_most(s, slots))(shifted)
-    positions = slots[None, :] + skips
-    count = n - real.sum(-1, dtype=jnp.int32)
-    return _gather(sorted_data, positions, slots[None, :] < count[:, None], n)
-
-
-def _count_at_most(sorted_values, queries):
-    """``#{i : sorted_values[i] <= q}`` for each query: a branchless binary search.
-
-    Unrolled over the static bit length of the width, so it fuses into the
-    gather (``jnp.searchsorted`` lowers to a while loop that does not).
-    """
-    width = sorted_values.shape[0]
-    count = jnp.zeros(queries.shape, jnp.int32)
-    step = 1 << (width.bit_length() - 1)
-    while step:
-        probe = count + step
-        ok = (probe <= width) & (sorted_values[jnp.minimum(probe, width) - 1] <= queries)
-        count = jnp.where(ok, probe, count)
-        step >>= 1
-    return count
-
-
-def _gather(sorted_data, positions, valid, n):
-    rows = sorted_data.at[jnp.clip(positions, 0, n - 1)].get(mode="promise_in_bounds")
-    mask = valid.reshape(valid.shape + (1,) * (sorted_data.ndim - 1))
-    return jnp.where(mask, rows, jnp.zeros((), sorted_data.dtype)), valid
-
-
-def _apply(oracle_fn, make_block, inputs):
-    """Runs ``oracle_fn`` over fixed micro-batches of subsets.
-
-    ``make_block`` turns one micro-batch of per-subset inputs (indices or
-    positions) into gathered ``(rows, valid)``; it runs inside the loop body so
-    XLA fuses the gather into the oracle and never materialises a whole chunk of
-    rows. XLA compiles the same body whatever the chunk size or device count,
-    so floating-point reductions inside the oracle happen in the same order and
-    results agree bit for bit. Chunks hold at least two micro-batches: a
-    one-step map is inlined by XLA and compiled differently.
-    """
-    length = jax.tree.leaves(inputs)[0].shape[0]
-    shape = (length // MICRO_BATCH, MICRO_BATCH)
-    blocks = jax.tree.map(lambda x: x.reshape(shape + x.shape[1:]), inputs)
-    out = jax.lax.map(lambda block: jax.vmap(oracle_fn)(*make_block(block)), blocks)
-    return jax.tree.map(lambda x: x.reshape((length,) + x.shape[2:]), out)
-
-
 @functools.lru_cache(maxsize=64)
 def _compiled_kernel(oracle_fn, kind, n, capacity, depth, step, mesh):
     # Cached so that repeated calls with the same oracle and shapes do not recompile.
@@ -320,17 +261,18 @@ def _compiled_kernel(oracle_fn, kind, n, capacity, depth, step, mesh):
             index = jnp.minimum(bounds[0] + jnp.arange(step, dtype=jnp.int64), bounds[1])
 
             def make_block(index):
-                removed = comb.unrank_removed_device(index, table, offsets, n, depth)
+                removed = unrank_removed_device(index, table, offsets, n, depth)
                 removed = jnp.sort(rank[removed], axis=-1)  # canonical positions; sentinel n stays last
-                return _blocks_from_removed(sorted_data, removed, n, capacity)
+                return blocks_from_removed(sorted_data, removed, n, capacity)
 
-            return _apply(oracle_fn, make_block, _constrain(index, mesh))
+            return apply_oracle(oracle_fn, make_block, _constrain(index, mesh), micro_batch=MICRO_BATCH)
     elif kind == "removed":
         def kernel(sorted_data, positions):
-            return _apply(oracle_fn, lambda p: _blocks_from_removed(sorted_data, p, n, capacity),
-                          _constrain(positions, mesh))
+            return apply_oracle(oracle_fn, lambda p: blocks_from_removed(sorted_data, p, n, capacity),
+                                _constrain(positions, mesh), micro_batch=MICRO_BATCH)
     else:
         def kernel(sorted_data, positions):
-            return _apply(oracle_fn, lambda p: _gather(sorted_data, p, p < n, n), _constrain(positions, mesh))
+            return apply_oracle(oracle_fn, lambda p: gather_rows(sorted_data, p, p < n, n), _constrain(positions, mesh),
+                                micro_batch=MICRO_BATCH)
 
     return jax.jit(kernel, out_shardings=out_sharding)

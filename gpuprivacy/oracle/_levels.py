@@ -1,11 +1,11 @@
-"""Level-by-level evaluation of an untrusted oracle over down-neighbourhoods (spec 000 §4).
+"""Level-by-level evaluation of an untrusted oracle over down-neighbourhoods.
 
 :func:`evaluate_levels` evaluates ``oracle_fn`` once on every subset of the
 data with at most ``depth`` rows removed (``Q(n, depth)`` subsets, planned
 exactly before anything runs) through :func:`gpuprivacy.oracle.evaluate`, so
-the oracle sees only gathered, canonically ordered rows (spec 000 P1).
+the oracle sees only gathered, canonically ordered rows.
 
-Public capacity (spec 000 P1, "it must not see n either"): the evaluator's
+Public capacity (the oracle "must not see n either"): the evaluator's
 blocks have the family's capacity, which is n for a down-neighbourhood. The
 untrusted oracle is therefore wrapped so that it is traced with blocks of a
 *public* capacity (default :data:`DEFAULT_CAPACITY`) padded with zero rows and
@@ -33,33 +33,14 @@ import jax.numpy as jnp
 
 from gpuprivacy._checks import check_data, check_int
 from gpuprivacy.oracle._evaluate import evaluate
-from gpuprivacy.subsets import _combinatorics as comb
-from gpuprivacy.subsets._families import removals
-from gpuprivacy.subsets._powerset import (
-    POWERSET_MAX_N,
-    bitmask_to_removal_index,
-    plan_queries,
-)
+from gpuprivacy.oracle._isolation import apply_oracle, blocks_from_bitmasks, padded_oracle
+from gpuprivacy.subsets import POWERSET_MAX_N, bitmask_to_removal_index, level_offsets, plan_queries, removals
 
 DEFAULT_CAPACITY = 32
 """Public block capacity the untrusted oracle is traced with (rows beyond |z| are zero, ``valid`` False)."""
 
 DEFAULT_MAX_QUERIES = 1 << 27
 """Default public budget of oracle calls per release (about 1.3e8)."""
-
-
-@functools.lru_cache(maxsize=64)
-def padded_oracle(oracle_fn, capacity: int):
-    """``oracle_fn`` behind a fixed public block size ``capacity`` (cached: same object, no recompiles)."""
-    def padded(rows, valid):
-        extra = capacity - rows.shape[0]
-        pad_rows = jnp.zeros((extra,) + rows.shape[1:], rows.dtype)
-        value = oracle_fn(jnp.concatenate([rows, pad_rows]), jnp.concatenate([valid, jnp.zeros(extra, bool)]))
-        value = jnp.asarray(value)
-        if value.shape != ():
-            raise ValueError(f"the oracle must return a scalar, got shape {value.shape}. Reduce it to one number.")
-        return value.astype(jnp.float64)
-    return padded
 
 
 def check_capacity(capacity, n: int) -> int:
@@ -118,8 +99,7 @@ def evaluate_powerset(oracle_fn, data, *, capacity: int | None = None, max_queri
     found with ``ctz(m)`` and ``m &= m - 1`` (a few integer operations per
     slot, no sort, no search). The untrusted oracle sees exactly what
     :func:`gpuprivacy.oracle.evaluate` shows it: the subset's rows in
-    canonical order, zero padding, ``valid``, a public capacity (spec 000
-    P1). The subset relation is the same under any relabelling of the
+    canonical order, zero padding, ``valid``, a public capacity. The subset relation is the same under any relabelling of the
     atoms, so the sweeps work on these masks directly.
 
     Returns:
@@ -152,7 +132,7 @@ def evaluate_powerset(oracle_fn, data, *, capacity: int | None = None, max_queri
 def _check_same(values, again):
     if not bool(jnp.all((values == again) | (jnp.isnan(values) & jnp.isnan(again)))):
         raise ValueError("the oracle returned different values on the same subset in two evaluations; the "
-                         "wrappers require a deterministic function of the subset (spec 000 P1). Make the "
+                         "wrappers require a deterministic function of the subset. Make the "
                          "oracle a pure, deterministic JAX function.")
 
 
@@ -161,25 +141,11 @@ def _powerset_kernel(oracle, n, capacity, step):
     micro = min(step, 256)
     batches = -(-step // micro)
 
-    def block(masks, sorted_data):
-        remaining = masks
-        count = jax.lax.population_count(masks)
-        slots = []
-        for _ in range(min(capacity, n)):
-            lowest = remaining & -remaining
-            slots.append(jax.lax.population_count(lowest - 1))  # ctz; 64 when nothing is left
-            remaining = remaining & (remaining - 1)
-        positions = jnp.minimum(jnp.stack(slots, axis=1), n - 1)
-        rows = sorted_data[positions]
-        valid = jnp.arange(min(capacity, n), dtype=jnp.int64)[None, :] < count[:, None]
-        mask = valid.reshape(valid.shape + (1,) * (sorted_data.ndim - 1))
-        rows = jnp.where(mask, rows, jnp.zeros((), sorted_data.dtype))
-        return jax.vmap(oracle)(rows, valid)
-
     def kernel(sorted_data, start):
         masks = (start + jnp.arange(batches * micro, dtype=jnp.int64)) & ((1 << n) - 1)
-        out = jax.lax.map(lambda m: block(m, sorted_data), masks.reshape(batches, micro))
-        return out.reshape(-1)[:step]
+        out = apply_oracle(oracle, lambda m: blocks_from_bitmasks(sorted_data, m, n, capacity), masks,
+                           micro_batch=micro)
+        return out[:step]
 
     return jax.jit(kernel)
 
@@ -187,7 +153,7 @@ def _powerset_kernel(oracle, n, capacity, step):
 def split_levels(values: jax.Array, n: int, depth: int) -> list:
     """Removal-order values as a list of per-level arrays (level d has C(n, d) entries)."""
     depth = min(depth, n)
-    offsets = comb.level_offsets(n, depth)
+    offsets = level_offsets(n, depth)
     return [values[offsets[d]:offsets[d + 1]] for d in range(depth + 1)]
 
 

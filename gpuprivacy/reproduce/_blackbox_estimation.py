@@ -1,4 +1,4 @@
-"""Reproduction study for seed 002 (registered at import).
+"""Reproduction study for Steinke & Steinke (2025), black-box estimation (registered at import).
 
 Steinke & Steinke, *Privately Estimating Black-Box Statistics*. The paper has
 no experiments; the study measures the statistical trade-off it is about
@@ -119,7 +119,7 @@ def table_6_1(n: int, t: int) -> list[dict]:
         row("1 (c=1)", n // (t + 1), t + 1, "sample-and-aggregate, k = t+1"),
         row("2 (c=2)", 2 * (n // (t + 2)), math.comb(t + 2, 2), "k = (t+2)(t+1)/2"),
         row("3 (c=3)", 3 * (n // (t + 3)), math.comb(t + 3, 3), "k = binom(t+c, c)"),
-        row("4 (c=2)", n - 2 * t, None, "n - ct: k is between the bounds (loose row, spec §6.2)"),
+        row("4 (c=2)", n - 2 * t, None, "n - ct: k is between the bounds (loose row, Steinke & Steinke 2025, Table 6.1)"),
         row("5", n - t, math.comb(n, t), "all t-subsets, k = binom(n, t)"),
     ]
 
@@ -187,7 +187,7 @@ def _run(study_dir: pathlib.Path, *, quick: bool, progress: bool) -> dict:
                                med["max_c"])
     (study_dir / "results.json").write_text(json.dumps({"config": cfg, "tradeoff": results, "table_6_1": t61,
                                                         "k_vs_lower_bounds": bounds}, indent=2))
-    lines = [f"# Seed 002: private black-box estimation over covering designs ({'quick' if quick else 'full'} run)",
+    lines = [f"# Steinke & Steinke (2025): private black-box estimation over covering designs ({'quick' if quick else 'full'} run)",
              "", "Pure-DP estimator (Thm 4.4, exponential mechanism over the grid, t = 2 tau) with block designs "
              "(Table 6.1 rows 1-3). Errors are mean absolute errors over independent datasets; the non-private "
              "columns are the oracle on the first n - m rows and on all n rows. The mean error is dominated by the "
@@ -199,7 +199,7 @@ def _run(study_dir: pathlib.Path, *, quick: bool, progress: bool) -> dict:
                   f"![{task}](tradeoff_{task}.png)", ""]
     lines += ["## Table 6.1 at n = %d, t = %d (exact)" % (cfg["table61"]["n"], cfg["table61"]["t"]), "",
               _md_table(t61), "", "## k achieved vs lower bounds (median setting)", "", _md_table(bounds), "",
-              "Thm 5.1 is vacuous (<= 1/2, log10 < 0) when n/m is not large against e^{2 epsilon} (spec §5.3): "
+              "Thm 5.1 is vacuous (<= 1/2, log10 < 0) when n/m is not large against e^{2 epsilon} (Steinke & Steinke 2025, Thm 5.1): "
               "the design bounds (3.11)/(3.17) are the meaningful benchmark for block designs.", ""]
     (study_dir / "report.md").write_text("\n".join(lines), encoding="utf-8")
     headline = {task: {"c": [r["c"] for r in results[task]["rows"]], "k": [r["k"] for r in results[task]["rows"]],

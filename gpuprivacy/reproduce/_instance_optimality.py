@@ -1,14 +1,14 @@
-"""Reproduction study for seed 001 (registered at import).
+"""Reproduction study for Durfee (2025), piecewise Laplace (registered at import).
 
 Durfee (2025) has no experiments; this study measures what its claims call
-for (spec 001 §5, issue 7): exact expected absolute errors and error CDFs of
+for (Durfee 2025, Thm 2): exact expected absolute errors and error CDFs of
 the piecewise Laplace mechanism (PLM), the inverse sensitivity mechanism
 (INV), smooth sensitivity (NRS07, Cauchy pure DP and Laplace (eps, 1e-6))
 and plain Laplace (global sensitivity, at epsilon and at epsilon/2) for the
 median, a quantile and the clipped mean, across epsilon and n, on synthetic
 distributions and the UCI Bikes daily series.
 
-PLM and INV errors are *exact* (closed forms of spec §2.5 per dataset,
+PLM and INV errors are *exact* (our closed forms per dataset of the quantities in Durfee 2025, Thm 2,
 averaged over datasets); a Monte Carlo run of the sampler checks one
 configuration. Laplace: :math:`E|err| = \\mathrm{GS}/\\varepsilon`
 (unclipped). Smooth sensitivity: Laplace noise :math:`E|err| = 2S^*/\\varepsilon`;
@@ -189,8 +189,8 @@ def _monte_carlo_check(config, rng):
 
 
 def _report(config, rows, cdf, mc, wall):
-    lines = ["# Seed 001: piecewise Laplace vs inverse sensitivity, smooth sensitivity and Laplace", "",
-             "Durfee (2025) has no experiments. Exact expected absolute errors (spec 001 §2.5), averaged over "
+    lines = ["# Durfee (2025): piecewise Laplace vs inverse sensitivity, smooth sensitivity and Laplace", "",
+             "Durfee (2025) has no experiments. Exact expected absolute errors (Durfee 2025, Thm 2), averaged over "
              f"{config['datasets_per_cell']} datasets per cell (domain {DOMAIN}, data clipped into it), swap "
              "neighbours. Laplace columns: GS/ε (plain Laplace at ε) and 2GS/ε (Laplace at ε/2, PLM's worst case), "
              "unclipped (clipping the Laplace release into the domain would lower them when GS/ε is large; PLM "

@@ -1,7 +1,6 @@
 """Study "linder2025-privacy-wrappers": privacy wrappers for untrusted black-box functions (Linder et al.).
 
-The paper has no empirical tables (spec 000 §5), so the study reports what the
-spec asks for: (1) achieved depth and query counts against the lower-bound
+The paper has no empirical tables, so the study reports: (1) achieved depth and query counts against the lower-bound
 brackets of §6 across epsilon, (2) accuracy vs epsilon of every wrapper and
 baseline on the average application (App. A.1) on a small dataset (power
 set), (3) the feasibility table Q(n, D) with the time per query measured on
@@ -152,9 +151,9 @@ def _plot(accuracy, depths, path_acc, path_depth):
 
 
 def _report(depths, accuracy, feas, quick) -> str:
-    lines = ["# Seed 000: privacy wrappers for untrusted black-box functions", "",
-             f"Mode: {'quick' if quick else 'full'}. Linder, Raskhodnikova, Smith & Steinke; spec 000.", "",
-             "## Achieved depth vs the lower-bound bracket (spec 000 §6)", "",
+    lines = ["# Linder et al. (2025): privacy wrappers for untrusted black-box functions", "",
+             f"Mode: {'quick' if quick else 'full'}. Linder, Raskhodnikova, Smith & Steinke, arXiv:2503.19268.", "",
+             "## Achieved depth vs the lower-bound bracket (Linder et al. 2025, Secs. 5-6)", "",
              "| wrapper | epsilon | setting | depth | bracket | depth/bracket | log Q(1000,D)/log 1000 |",
              "|---|---|---|---|---|---|---|"]
     for r in depths:

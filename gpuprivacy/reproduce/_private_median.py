@@ -1,11 +1,11 @@
 """Study "tzamos2020-private-median": the optimal private median (Tzamos, Vlatakis-Gkaragkounis & Zadik, NeurIPS 2020).
 
-The paper has no experiments (spec 003 Sec. 0 item 1, Sec. 3.1). This study reproduces its
-analytic content and runs the experiment suite proposed in spec 003 Sec. 3.3 (ours, labelled so):
+The paper has no experiments. This study reproduces its
+analytic content and runs the experiment suite of our own (labelled so):
 
-* ``counterexamples``: the Case-A shortcut is not private (spec 3.2 items 4-5, Sec. 5.1): exact
+* ``counterexamples``: the Case-A shortcut is not private (Lemma 3.2 of the paper fails; see docs/errata.md): exact
   log-density ratios of the restricted (3.4) vs the general (3.6) density, and their TV;
-* ``constants``: spec 3.2 analytic targets (C_min, Zhat and tails, lower-bound sample sizes);
+* ``constants``: analytic targets (C_min, Zhat and tails, lower-bound sample sizes);
 * ``rates``: error quantiles of :func:`gpuprivacy.mechanisms.median.private_median` vs n for Uniform,
   Normal, Cauchy, Laplace, Student-t(3) and the Prop. 3.8 lower-bound mixture, over an epsilon grid;
   fast-path and overflow rates; runtime per trial;
@@ -31,7 +31,6 @@ from scipy import optimize
 
 from gpuprivacy._progress import Progress
 from gpuprivacy.mechanisms import median
-from gpuprivacy.mechanisms._median._exponential import _flattened_laplace_shortcut
 from gpuprivacy.reproduce._plots import require_matplotlib
 from gpuprivacy.reproduce._registry import register_study
 
@@ -59,7 +58,7 @@ def _params(config, epsilon):
 
 
 def sample_data(rng, distribution, shape, config):
-    """Admissible data with population median 0 (spec 3.3); the mixture is Prop. 3.8's D1."""
+    """Admissible data with population median 0; the mixture is Prop. 3.8's D1."""
     if distribution == "uniform":
         return rng.uniform(-1, 1, shape)
     if distribution == "normal":
@@ -164,7 +163,7 @@ def _baseline_fns():
     notes = []
     try:
         from gpuprivacy.mechanisms import instance_optimal
-    except ImportError:  # pragma: no cover - seed 001 absent
+    except ImportError:  # pragma: no cover - instance_optimal absent
         instance_optimal = None
     for name in ("piecewise_laplace_median", "inverse_sensitivity_median", "smooth_sensitivity_median"):
         if instance_optimal is not None and hasattr(instance_optimal, name):
@@ -182,11 +181,9 @@ def part_baselines(config, key, progress):
     fns, notes = _baseline_fns()
     # One compiled, vmapped function per baseline (shapes are the same for every distribution).
     runs = {"UNSAFE flattened-Laplace shortcut": jax.jit(jax.vmap(
-        lambda k, x: _flattened_laplace_shortcut(k, x, **params)))}
+        lambda k, x: median.unsafe_flattened_laplace_shortcut(k, x, **params)))}
     for name, fn in fns.items():
-        kwargs = dict(epsilon=eps, lower=-R, upper=R)
-        if name != "exponential_mechanism_median":
-            kwargs["clip"] = True
+        kwargs = dict(epsilon=eps, lower=-R, upper=R, clip=True)  # every median: the same clip rule
         runs[name] = jax.jit(jax.vmap(lambda k, x, fn=fn, kwargs=kwargs: fn(k, x, **kwargs).value))
     rows = []
     with Progress(len(config["distributions"]), "private median baselines", enabled=progress) as bar:
@@ -229,7 +226,7 @@ def part_counterexamples():
     y5 = x5.copy()
     y5[:2 * K + 3] = 50 - np.arange(1, 2 * K + 4) * delta
     rows, curves = [], {}
-    for label, x, y in (("ties (spec 3.2 item 4)", x4, y4), ("no ties (spec 3.2 item 5)", x5, y5)):
+    for label, x, y in (("ties", x4, y4), ("no ties", x5, y5)):
         d = int(np.sum(x != y))
         support = median.median_parameters(len(x), **params).support
         grid = np.linspace(-support, support, 100_001)
@@ -356,16 +353,16 @@ def _report(config, results):
     rates, counter = results["rates"], results["counterexamples"]
     fit = results["sample_complexity"]["fit"]
     lines = [
-        "# Seed 003: optimal private median (Tzamos, Vlatakis-Gkaragkounis & Zadik 2020)", "",
+        "# Optimal private median (Tzamos, Vlatakis-Gkaragkounis & Zadik 2020)", "",
         f"Mode: {'quick' if config['quick'] else 'full'}; seed {config['seed']}; C = {config['constant']}; "
         f"L = {config['min_density']}, r = {config['radius']}, R = {config['median_bound']} for every distribution. "
-        "The paper has no experiments (spec 003 Sec. 0); the suite below is the spec's proposal (Sec. 3.3), ours.", "",
-        "## The Case-A shortcut is not private (spec 3.2 items 4-5)", "",
+        "The paper has no experiments; the suite below is ours.", "",
+        "## The Case-A shortcut is not private (see docs/errata.md)", "",
         _table(counter, ["pair", "n", "d_hamming", "both_in_H", "restricted_log_ratio", "restricted_allowance",
                          "general_log_ratio", "general_allowance", "tv_general_vs_restricted"]), "",
         "The restricted flattened Laplace (3.4) exceeds its eps d/2 allowance on data sets that are both typical;"
         " the general density (3.6), which the library samples, stays within eps d. ![](counterexamples.png)", "",
-        "## Error quantiles vs n (spec 3.3)", "",
+        "## Error quantiles vs n", "",
         _table(rates, ["distribution", "n", "epsilon", "trials", "error_q50", "error_q90", "fast_path_rate",
                        "overflow_rate", "seconds_per_trial"]), "",
         "seconds_per_trial of the first distribution per (n, epsilon) includes JIT compilation.", "",
@@ -382,7 +379,7 @@ def _report(config, results):
         "## Exact privacy check", "",
         f"Worst exact log-ratio / (eps d_H) over {results['privacy']['pairs']} neighbour pairs: "
         f"{results['privacy']['max_ratio_over_eps_d']:.6f} (must be <= 1).", "",
-        "## Constants (spec 3.2)", "",
+        "## Constants", "",
         f"C_min of Lemma B.3 = {results['constants']['theory_constant']:.12f}", "",
         _table(results["constants"]["restricted"], ["n", "C", "R", "epsilon", "Zhat", "tail_0_1", "tail_0_5"]), "",
         _table(results["constants"]["lower_bounds"], ["alpha", "beta", "epsilon", "L", "R", "local", "range"]), "",

@@ -10,8 +10,7 @@ import time
 from typing import Callable, NamedTuple
 
 from gpuprivacy.reproduce._plots import require_matplotlib
-from gpuprivacy.sweeps import environment_info
-from gpuprivacy.sweeps._provenance import utc_timestamp
+from gpuprivacy.sweeps import environment_info, utc_timestamp
 
 StudyFn = Callable[..., dict]
 """``fn(study_dir: pathlib.Path, *, quick: bool, progress: bool) -> dict``.

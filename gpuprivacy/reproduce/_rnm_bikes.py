@@ -5,8 +5,8 @@ Gaussian Noise", AISTATS 2024 (arXiv 2402.06137v2), App. B.3, Figs 15-16:
 the offline task "which of the first d days had the most registered users?"
 with Laplace report-noisy-max, the exponential mechanism and
 permute-and-flip, utility = accuracy eq. (39), mean of 1,000 trials with
-standard-error bands. Spec: shared/specs/004_gaussian_selection.md Secs
-4.7-4.11, 5.1, 5.5, 7.9.
+standard-error bands. The Laplace calibration is labelled (the paper does
+not state Fig. 16's; see docs/errata.md).
 
 The computation is one sweep (:func:`gpuprivacy.sweeps.run_sweep`) whose
 cells are :func:`gpuprivacy.sweeps.report_noisy_max_cell`: one code path for
@@ -44,11 +44,11 @@ FULL_EPSILONS = tuple(float(f"{m}e{e}") for e in range(-4, 0) for m in (1, 1.5, 
 QUICK_EPSILONS = tuple(float(f"{m}e{e}") for e in range(-4, 0) for m in (1, 3)) + (1.0,)
 FULL_TRIALS, QUICK_TRIALS = 1000, 200
 
-# Spec 004 Sec 5.5 [R] (own reproduction, 1000 trials, MC noise about +-0.004): at
+# (own reproduction, 1000 trials, MC noise about +-0.004): at
 # epsilon = eps_pure(sigma = 0.1, d = 365) = 0.0353 the standard calibrations reach these.
 REFERENCE_EPSILON = 0.0353
 REFERENCE_ACCURACY_D365 = {"laplace": 0.995, "gumbel": 0.994, "exponential": 0.997}
-# Spec 004 Sec 5.5: eq. (39) accuracy of a uniformly random day.
+#: eq. (39) accuracy of a uniformly random day.
 REFERENCE_UNIFORM = {90: 0.8662, 365: 0.7285}
 
 
@@ -57,7 +57,7 @@ def rnm_bikes_config(*, quick: bool = False) -> dict:
 
     Full mode equals ``experiments/configs/rnm_bikes.toml``: 1,000 trials per
     point, 25 epsilons on a log grid from 1e-4 to 1, plus the reference
-    epsilon 0.0353 of spec 004 Sec 5.5; quick mode keeps 9 grid epsilons
+    epsilon 0.0353 of our reference reproduction; quick mode keeps 9 grid epsilons
     (and the reference) with 200 trials. Queries are registered/6946 over the
     first d in {90, 365} days, sensitivity 1/6946, ``monotonic = false``.
     """
@@ -118,7 +118,7 @@ def _plot(records, d, uniform, num_trials, path: pathlib.Path) -> None:
     ax.axhline(uniform, color="grey", linestyle="--", linewidth=1, label=f"uniform random day ({uniform:.4f})")
     if d == 365:
         ax.axvline(REFERENCE_EPSILON, color="grey", linestyle=":", linewidth=1,
-                   label=f"ε = {REFERENCE_EPSILON} (spec 004 §5.5)")
+                   label=f"ε = {REFERENCE_EPSILON}")
     ax.set_xscale("log")
     ax.set_xlabel("ε (pure DP)")
     ax.set_ylabel("accuracy, eq. (39)")
@@ -150,7 +150,7 @@ def _report(records, summary, quick, uniform, reach, plots) -> str:
         "Reproduces the offline report-noisy-max utility experiment of Lebensold, Precup & Balle, *On the "
         "Privacy of Selection Mechanisms with Gaussian Noise*, AISTATS 2024 "
         "([arXiv 2402.06137v2](https://arxiv.org/abs/2402.06137v2)), App. B.3, for the three pure-DP "
-        "baselines of Figs 15-16 (spec 004 §§4.7-4.11, 5.1, 5.5).",
+        "baselines of Figs 15-16.",
         "",
         f"**Mode: {'QUICK (smoke test: fewer trials and grid points; not for citing)' if quick else 'full'}.**",
         "",
@@ -204,34 +204,33 @@ def _report(records, summary, quick, uniform, reach, plots) -> str:
         "|---|---:|---:|---|",
     ]
     for d in DAYS:
-        lines.append(f"| uniform-random accuracy, d = {d} | {REFERENCE_UNIFORM[d]} (spec 004 §5.5) | "
+        lines.append(f"| uniform-random accuracy, d = {d} | {REFERENCE_UNIFORM[d]} | "
                      f"{uniform[d]:.4f} | {'ok' if round(uniform[d], 4) == REFERENCE_UNIFORM[d] else 'DIFFERS'} |")
     for noise in NOISES:
         r = ref[noise]
-        # 0.004: the spec's between-seed MC noise; plus 3 SE of this run.
+        # 0.004: the between-seed MC noise of our reference reproduction; plus 3 SE of this run.
         ok = abs(r["accuracy"] - REFERENCE_ACCURACY_D365[noise]) <= 0.004 + 3 * r["accuracy_se"]
         lines.append(f"| {LABELS[noise]}, d = 365, ε = {REFERENCE_EPSILON} | {REFERENCE_ACCURACY_D365[noise]} "
-                     f"(spec 004 §5.5 [R]) | {_fmt(r['accuracy'], r['accuracy_se'])} | "
+                     f" | {_fmt(r['accuracy'], r['accuracy_se'])} | "
                      f"{'ok' if ok else 'outside MC noise'} |")
     lines += [
         "",
         "## Where and why the numbers differ from the paper",
         "",
         "* The paper has no tables: Figs 15-16 only show curves, so there are no printed numbers to match. "
-        "The reference values above come from an independent reproduction recorded in spec 004 §5.5 "
+        "The reference values above come from an independent reproduction of ours "
         "(1,000 trials, its own seed), which agree with the paper's qualitative claims.",
         "* Monte Carlo noise: each point is a mean over "
         f"{trials} trials; another seed moves accuracies by about their standard error "
         "(up to ~0.004 at 1,000 trials in the steep part of the curves).",
-        "* Calibration: the paper does not state the Laplace calibration of Fig. 16 (spec 004 §7.9). We use "
+        "* Calibration: the paper does not state the Laplace calibration of Fig. 16. We use "
         "the standard Lap(2Δ/ε) of report-noisy-max, which at equal ε is about as accurate as the exponential "
         "mechanism and permute-and-flip; the paper's \"clear improvement\" of Gaussian RNM over Laplace is "
         "only reproducible against the post-processing calibration Lap(dΔ/ε), which this study does not plot.",
         "* The Gaussian-noise RNM curves of the paper (ε from its Thm 8 bound) are not part of this study.",
-        "* Which days: the paper says only that it limits RNM to 365 (and 90) days; we take the first d days "
-        "(spec 004 §9).",
+        "* Which days: the paper says only that it limits RNM to 365 (and 90) days; we take the first d days.",
         f"* N = {BIKES_DAILY_POPULATION} is the largest daily count in the data, which the paper assumes public; "
-        "this normalisation is paper-faithful rather than DP-rigorous (spec 004 §7.8).",
+        "this normalisation is paper-faithful rather than DP-rigorous.",
         "* Permute-and-flip is sampled as report-noisy-max with exponential noise, which is identical in "
         "distribution (Ding et al. 2021); the exponential mechanism by Gumbel-max.",
         "",

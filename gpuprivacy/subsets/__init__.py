@@ -1,10 +1,13 @@
 """Subset families as tensors: keep masks, kept indices, or lazily unranked removals."""
 
 from gpuprivacy.subsets._combinatorics import colex_rank as colex_rank
+from gpuprivacy.subsets._combinatorics import binomial_table as binomial_table
 from gpuprivacy.subsets._combinatorics import colex_unrank as colex_unrank
 from gpuprivacy.subsets._combinatorics import count_removals as count_removals
+from gpuprivacy.subsets._combinatorics import level_offsets as level_offsets
 from gpuprivacy.subsets._combinatorics import removal_index as removal_index
 from gpuprivacy.subsets._combinatorics import removal_set as removal_set
+from gpuprivacy.subsets._combinatorics import unrank_removed_device as unrank_removed_device
 from gpuprivacy.subsets._families import SubsetFamily as SubsetFamily
 from gpuprivacy.subsets._families import check_family_size as check_family_size
 from gpuprivacy.subsets._families import from_indices as from_indices
@@ -13,6 +16,7 @@ from gpuprivacy.subsets._families import partition as partition
 from gpuprivacy.subsets._families import random_subsets as random_subsets
 from gpuprivacy.subsets._families import removals as removals
 from gpuprivacy.subsets._powerset import POWERSET_MAX_N as POWERSET_MAX_N
+from gpuprivacy.subsets._powerset import bit_neighbours_differ as bit_neighbours_differ
 from gpuprivacy.subsets._powerset import bitmask_to_removal_index as bitmask_to_removal_index
 from gpuprivacy.subsets._powerset import child_ranks as child_ranks
 from gpuprivacy.subsets._powerset import largest_depth_within as largest_depth_within

@@ -5,7 +5,7 @@ removed set ``R = {r_1 < ... < r_i}``, ranked in colexicographic order
 
 .. math:: \\operatorname{rank}(R) = \\sum_{k=1}^{i} \\binom{r_k}{k}
 
-(Knuth, TAOCP 7.2.1.3, Thm L; spec 000 §4.3 regime B). Counts are exact
+(Knuth, TAOCP 7.2.1.3, Thm L; our regime B). Counts are exact
 Python integers; the device tables are int64 and refuse sizes past 2**62.
 """
 
@@ -32,7 +32,7 @@ def count_removals(n: int, depth: int) -> int:
       depth: largest number of removed rows, 0 <= depth <= n.
 
     Returns:
-      Q(n, depth) as a Python int (spec 000 §4.2).
+      Q(n, depth) as a Python int (Linder et al. 2025, Sec. 6).
 
     Examples:
       >>> count_removals(20, 2)

@@ -1,7 +1,7 @@
 """Power sets and removal levels: exact query counts, a planner, and level sweeps.
 
-Spec 000 §4.2-4.3 (Linder, Raskhodnikova, Smith, Steinke, *Privately
-Evaluating Untrusted Black-Box Functions*). The wrappers of seed 000 evaluate
+Linder, Raskhodnikova, Smith & Steinke, *Privately Evaluating Untrusted
+Black-Box Functions* (2025), Secs. 3-4. The wrappers of that paper evaluate
 an untrusted f on every subset of x with at least l elements and then run
 level-by-level sweeps on the cached values. Two layouts:
 
@@ -15,7 +15,7 @@ level-by-level sweeps on the cached values. Two layouts:
   depth 0 links each subset to its children (one more row removed) through
   :func:`child_ranks`, so only two adjacent levels are worked on at a time.
 
-Counts are exact Python integers (spec 000 P9: C(1000, 24) ~ 1e48 overflows
+Counts are exact Python integers (C(1000, 24) ~ 1e48 overflows
 int64).
 """
 
@@ -45,7 +45,7 @@ def query_count(n: int, depth: int) -> int:
       depth: largest number of removed atoms, >= 0 (may exceed n).
 
     Returns:
-      A Python int (spec 000 §4.2).
+      A Python int (Linder et al. 2025, Sec. 6).
 
     Examples:
       >>> query_count(20, 4), query_count(5, 99)
@@ -87,7 +87,7 @@ def plan_queries(n: int, depth: int, *, max_queries: int, seconds_per_query: flo
 
     The count is exact (Python ints). The refusal depends only on n and public
     parameters and is raised before any noise is drawn, so it is a
-    curator-side configuration error, never a release (spec 000 P6: the
+    curator-side configuration error, never a release (see docs/errata.md: the
     depth cap of a noisy depth is handled by the mechanisms, not here).
 
     Args:
@@ -121,7 +121,7 @@ def plan_queries(n: int, depth: int, *, max_queries: int, seconds_per_query: flo
             f"{what} needs Q(n={n}, D={min(depth, n)}) = {count} ({count:.3e}) oracle queries, more than "
             f"max_queries={max_queries}.{rate} What would fit: depth <= {fits_depth} at n={n}, or n <= {fits_n} "
             f"at depth {min(depth, n)}; otherwise raise max_queries (or pass a public max_depth, which turns "
-            "the guarantee into (epsilon, delta), spec 000 P6). Nothing was evaluated and no noise was drawn.")
+            "the guarantee into (epsilon, delta), see docs/errata.md). Nothing was evaluated and no noise was drawn.")
     return count
 
 
@@ -148,7 +148,7 @@ def bitmask_to_removal_index(n: int, depth: int) -> np.ndarray:
     """For each KEEP bitmask ``s < 2**n``: its index in ``removals(n, depth)`` order, or -1 if deeper.
 
     The removed set is the complement ``R = ~s``; its index is the level
-    offset plus the colex rank ``sum_k C(r_k, k)`` (spec 000 §4.3). Computed
+    offset plus the colex rank ``sum_k C(r_k, k)``. Computed
     with n vectorised passes over the bitmasks.
     """
     n = check_int("n", n, minimum=1, maximum=POWERSET_MAX_N)
@@ -186,7 +186,7 @@ def level_removed_sets(n: int, level: int) -> np.ndarray:
 def child_ranks(n: int, level: int) -> np.ndarray:
     """Children of level ``level``: the colex rank in level ``level + 1`` of ``R + {j}``.
 
-    Regime B of spec 000 §4.3: for ``R = {r_1 < ... < r_i}`` and ``j`` not in
+    Regime B of our layout: for ``R = {r_1 < ... < r_i}`` and ``j`` not in
     R with ``p = #{r_k < j}``,
     ``rank(R + {j}) = sum_{r_k < j} C(r_k, k) + C(j, p + 1) + sum_{r_k > j} C(r_k, k + 1)``.
 
@@ -224,7 +224,7 @@ def subset_max(values: jax.Array, n: int) -> jax.Array:
     """Sum-over-subsets maximum: ``out[s] = max_{z subset-of s} values[z]`` over bitmasks.
 
     Pass i reshapes to ``[2**(n-i-1), 2, 2**i]`` and sets
-    ``A[:, 1, :] = max(A[:, 1, :], A[:, 0, :])`` (spec 000 §4.3, regime A).
+    ``A[:, 1, :] = max(A[:, 1, :], A[:, 0, :])`` (regime A).
     """
     a = values
     for bit in range(n):

@@ -29,6 +29,7 @@ from gpuprivacy.sweeps._config import SweepCell as SweepCell
 from gpuprivacy.sweeps._config import SweepConfigError as SweepConfigError
 from gpuprivacy.sweeps._config import expand_sweep as expand_sweep
 from gpuprivacy.sweeps._provenance import environment_info as environment_info
+from gpuprivacy.sweeps._provenance import utc_timestamp as utc_timestamp
 from gpuprivacy.sweeps._registry import REQUIRED as REQUIRED
 from gpuprivacy.sweeps._registry import SweepData as SweepData
 from gpuprivacy.sweeps._registry import SweepParameter as SweepParameter

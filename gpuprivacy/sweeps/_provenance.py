@@ -11,6 +11,8 @@ import subprocess
 import jax
 import numpy as np
 
+from gpuprivacy._version import __version__
+
 
 @functools.cache
 def _git() -> tuple[str | None, bool | None]:
@@ -38,12 +40,11 @@ def environment_info() -> dict:
     """
     import jaxlib
 
-    import gpuprivacy  # here, not at import time: gpuprivacy imports this package
 
     sha, dirty = _git()
     devices = jax.devices()
     return {
-        "gpuprivacy_version": gpuprivacy.__version__,
+        "gpuprivacy_version": __version__,
         "git_sha": sha,
         "git_dirty": dirty,
         "python_version": platform.python_version(),

@@ -277,17 +277,6 @@ def test_all_subsets_design_runs_through_the_evaluator():
     assert release.info.aggregation in ("subset_transform", "branching")  # the cheaper exact method
 
 
-@pytest.mark.parametrize("module", ["gpuprivacy.mechanisms._covering._estimators", "gpuprivacy.designs._aggregate",
-                                    "gpuprivacy.designs._constructions", "gpuprivacy.designs._planner",
-                                    "gpuprivacy.designs._bounds"])
-def test_docstring_examples_of_seed_002(module):
-    import doctest
-    import importlib
-
-    result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
-    assert result.attempted > 0 and result.failed == 0
-
-
 def test_conversions_of_spec_section_2_5():
     for (epsilon, delta), rho in {(1.0, 1e-5): 0.01998, (1.0, 1e-6): 0.01687, (1.0, 1e-9): 0.01151,
                                   (0.5, 1e-6): 0.004366, (2.0, 1e-6): 0.06323}.items():

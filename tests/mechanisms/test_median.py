@@ -1,7 +1,5 @@
 """The private-median sampler, routes, batching, validation and baselines (spec 003 Sec. 2.6.4-2.6.6, 5.4, 5.5)."""
 
-import doctest
-import warnings
 
 import jax
 import numpy as np
@@ -134,7 +132,7 @@ def test_no_window_constraints_warns():
 
 def test_guarantees():
     assert median.private_median_guarantee(**PARAMS) == PureDP(epsilon=1.0)
-    assert median.exponential_mechanism_median_guarantee(epsilon=0.5) == PureDP(epsilon=0.5)
+    assert median.exponential_mechanism_median_guarantee(epsilon=0.5, lower=-4.0, upper=4.0) == PureDP(epsilon=0.5)
 
 
 # --- baselines ------------------------------------------------------------------------------------------
@@ -170,14 +168,9 @@ def test_nonprivate_median_conventions():
 
 
 @pytest.mark.parametrize("name", ["private_median", "private_median_trials", "exponential_mechanism_median"])
-def test_docstring_examples(name):
-    finder = doctest.DocTestFinder(recurse=False)
-    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        for test in finder.find(getattr(median, name), name, globs={}):
-            runner.run(test)
-    assert runner.failures == 0 and runner.tries > 0
+def test_docstrings_have_examples_and_references(name):
+    # tests/test_doctests.py runs the examples.
+    assert ">>>" in getattr(median, name).__doc__
     if name != "private_median_trials":
         assert "References:" in getattr(median, name).__doc__ and ".. math::" in getattr(median, name).__doc__
 

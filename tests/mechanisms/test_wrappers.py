@@ -1,7 +1,6 @@
 """Seed-000 privacy wrappers: constants (§5.2), guarantees and errata (§8), bad input, exact
 distributions on small n (§5.5), accuracy (§5.4), batching invariants."""
 
-import doctest
 import itertools
 import math
 
@@ -387,19 +386,12 @@ def test_level_layout_and_power_set_layout_agree(key):
     assert np.array_equal(np.asarray(levels.value)[keep], np.asarray(full.value)[keep])
 
 
-def test_wrapper_docstring_examples_run_under_the_strict_configuration():
-    finder = doctest.DocTestFinder(recurse=False)
-    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+def test_every_wrapper_has_docstring_examples():
+    # tests/test_doctests.py runs them.
     names = [name for name in dir(wrappers) if not name.startswith("_")
              and ">>>" in (getattr(getattr(wrappers, name), "__doc__", "") or "")]
     assert {"sens_o_matic", "subset_extension", "tahoe", "double_monotonization", "shifted_inverse",
             "small_diameter_subset_extension", "cummings_durfee", "white_box_laplace"} <= set(names)
-    failed = []
-    for name in names:
-        for test in finder.find(getattr(wrappers, name), name, globs=dict(vars(wrappers))):
-            if runner.run(test).failed:
-                failed.append(name)
-    assert not failed
 
 
 def test_sens_o_matic_rejects_a_nondeterministic_oracle_before_releasing(key):

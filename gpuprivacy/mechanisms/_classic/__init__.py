@@ -1,1 +1,3 @@
-"""Private: see the public namespace that re-exports this family."""
+"""Additive-noise mechanisms (Laplace, Gaussian); the public names live in :mod:`gpuprivacy.mechanisms`."""
+
+from gpuprivacy.mechanisms._classic._additive import LaplaceInfo as LaplaceInfo

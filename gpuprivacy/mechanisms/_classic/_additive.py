@@ -12,9 +12,12 @@ import jax.numpy as jnp
 from gpuprivacy import noise
 from gpuprivacy._checks import check_delta, check_epsilon, check_key, check_positive
 from gpuprivacy._config import require_x64
+from gpuprivacy._rounding import divide_up, float_up, step_up_until
 from gpuprivacy._typing import Array, Key
-from gpuprivacy.accounting import ZCDP, ApproxDP, PureDP
-from gpuprivacy.accounting._gaussian_calibration import (
+from gpuprivacy.accounting import (
+    ZCDP,
+    ApproxDP,
+    PureDP,
     gaussian_sigma_analytic,
     gaussian_sigma_classic,
     gaussian_sigma_discrete,
@@ -25,8 +28,6 @@ from gpuprivacy.mechanisms._common import (
     check_choice,
     check_value,
     concrete,
-    divide_up,
-    float_up,
     unit_noise,
 )
 from gpuprivacy.mechanisms._release import Release
@@ -92,9 +93,7 @@ def _snapped_l2_sensitivity(sensitivity: float, granularity: float, size: int) -
     # sqrt(d) g / 2 in L2, so the L2 sensitivity on the grid is at most
     # Delta + sqrt(d) g (gpuprivacy.noise.secure_gaussian). sqrt(d) rounded up.
     size = max(size, 1)
-    root = math.sqrt(size)
-    if Fraction(root) ** 2 < size:
-        root = math.nextafter(root, math.inf)
+    root = step_up_until(math.sqrt(size), lambda r: Fraction(r) ** 2 >= size)
     return float_up(Fraction(sensitivity) + Fraction(root) * Fraction(granularity))
 
 

@@ -18,7 +18,7 @@ otherwise run it, release :math:`o_t` and add its realised ex-post loss
 :math:`(\\varepsilon^{\\max}_t, \\delta_t)`-pDP (probabilistic DP:
 :math:`\\Pr[L_t > \\varepsilon^{\\max}_t] \\le \\delta_t`).
 
-*Correction of the paper (spec 004, Sec. 3.5 and pitfall 7.13).* Theorem 11
+*Correction of the paper (Lebensold et al. 2024, Thm 11 (Algorithm 2); see docs/errata.md).* Theorem 11
 = Theorem 19 claims :math:`(\\varepsilon, \\delta)`-DP with the *same*
 :math:`\\delta` for every :math:`M_t`, not summed. That is false: the index
 :math:`T` of the last mechanism run is a data-dependent stopping time, so
@@ -27,7 +27,7 @@ A two-output counterexample (every :math:`M_t` outputs *bad* with probability
 :math:`p = 0.01` on :math:`D` and :math:`p e^{-5}` on :math:`D'`; budget 1)
 has :math:`\\Pr_D[L > 1] \\approx 0.63` against a claimed :math:`\\delta = 0.01`
 (reproduced in ``tests/audit/test_gaussian_selection_controls.py``). The valid version
-(derived in spec 004, Sec. 3.5) uses a *predictable* schedule with
+(derived by us; see docs/errata.md) uses a *predictable* schedule with
 :math:`\\sum_t \\delta_t \\le \\delta`: on the event that every reached
 :math:`M_t` has :math:`L_t \\le \\varepsilon^{\\max}_t` (probability
 :math:`\\ge 1 - \\sum_t \\delta_t` by the union bound) the total loss is
@@ -44,8 +44,8 @@ below :math:`\\varepsilon`. :func:`self_reporting_filter_deltas` returns
   :class:`PaperModeWarning`.
 
 **Whitehouse et al. filter.** Whitehouse, Ramdas, Rogers & Wu (2023), as
-restated by Lebensold et al., App. C, Theorem 20, eq. (40) and (41), with the
-spec's corrected reading (the printed eq. (41) "HALT if N > t" is inverted):
+restated by Lebensold et al., App. C, Theorem 20, eq. (40) and (41), with our
+corrected reading (the printed eq. (41) "HALT if N > t" is inverted):
 release :math:`o_t` iff
 
 .. math:: \\sqrt{2 \\log(1/\\delta') \\textstyle\\sum_{m \\le t} \\varepsilon_m^2}
@@ -68,6 +68,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from gpuprivacy._checks import check_delta, check_epsilon, check_finite_real, check_int, is_tracer
+from gpuprivacy._rounding import float_down, sum_up
 from gpuprivacy._typing import Array
 from gpuprivacy.accounting import ApproxDP
 from gpuprivacy.mechanisms._common import check_bool, check_choice
@@ -81,13 +82,13 @@ _SHRINK = 1.0 - 1e-12
 
 
 class PaperModeWarning(UserWarning):
-    """Warns that an unsound, paper-faithful accounting mode was switched on (spec 004, 7.13)."""
+    """Warns that an unsound, paper-faithful accounting mode was switched on."""
 
 
 def _warn_paper_mode(where: str) -> None:
     warnings.warn(
         f"{where}: paper_mode=True uses the same delta for every mechanism, as in Lebensold et al. "
-        "(arXiv 2402.06137v2) Theorem 11/19. That theorem is FALSE (spec 004, Sec. 3.5: the two-output "
+        "(arXiv 2402.06137v2) Theorem 11/19. That theorem is FALSE (Lebensold et al. 2024, Thm 11 (Algorithm 2); see docs/errata.md: the two-output "
         "counterexample has Pr[L > epsilon] = 0.63 for a claimed delta of 0.01), so the result carries NO "
         "(epsilon, delta) guarantee; the valid delta is the sum over the mechanisms run. Use it only to "
         "reproduce the paper's figures.", PaperModeWarning, stacklevel=3)
@@ -103,7 +104,7 @@ def self_reporting_filter_deltas(num_steps: int, *, delta: float, schedule: str 
     both with :math:`\\sum_{t \\ge 1} \\delta_t \\le \\delta` (float values are
     rounded down). ``eps_max[t]`` of the filter must be a
     :math:`(\\varepsilon^{\\max}_t, \\delta_t)`-pDP bound of the t-th mechanism
-    (spec 004, Sec. 3.5 [D]; the paper's Theorem 11 uses
+    (Lebensold et al. 2024, Thm 11 (Algorithm 2); see docs/errata.md; the paper's Theorem 11 uses
     :math:`\\delta_t = \\delta`, which is unsound).
 
     Args:
@@ -131,7 +132,7 @@ def self_reporting_filter_deltas(num_steps: int, *, delta: float, schedule: str 
     References:
       Lebensold, Precup & Balle, `On the Privacy of Selection Mechanisms with
       Gaussian Noise <https://arxiv.org/abs/2402.06137>`_, AISTATS 2024
-      (arXiv v2), Algorithm 4 and Theorem 19 (corrected: spec 004, Sec. 3.5).
+      (arXiv v2), Algorithm 4 and Theorem 19 (corrected; see docs/errata.md).
     """
     num_steps = check_int("num_steps", num_steps, minimum=1)
     delta = check_delta(delta)
@@ -148,9 +149,7 @@ def self_reporting_filter_deltas(num_steps: int, *, delta: float, schedule: str 
     steps = np.arange(1, num_steps + 1, dtype=np.float64)
     if schedule == "inverse_square":
         return _BASEL * delta / (steps * steps) * _SHRINK
-    share = delta / max_steps
-    if Fraction(share) > Fraction(delta) / max_steps:
-        share = math.nextafter(share, 0.0)  # round down: max_steps shares never exceed delta
+    share = float_down(Fraction(delta) / max_steps)  # round down: max_steps shares never exceed delta
     return np.where(steps <= max_steps, share, 0.0)
 
 
@@ -159,8 +158,9 @@ def self_reporting_filter_guarantee(*, epsilon: float, delta: float) -> ApproxDP
 
     Valid when every mechanism's ``epsilon_max`` is a pDP bound at the
     :func:`self_reporting_filter_deltas` of the same ``delta`` (any schedule
-    except ``paper_mode``), by the union-bound argument of spec 004, Sec. 3.5
-    [D]. There is no guarantee function for paper mode: its claim is false.
+    except ``paper_mode``), by a union bound over the schedule (our correction of Lebensold
+    et al. 2024, Thm 11 (Algorithm 2); see docs/errata.md). There is no guarantee function for
+    paper mode: its claim is false.
     """
     return ApproxDP(check_epsilon(epsilon), check_delta(delta))
 
@@ -239,7 +239,7 @@ def self_reporting_filter_step(state: SelfReportingFilterState, epsilon_max, eps
 
     References:
       Lebensold, Precup & Balle (arXiv 2402.06137v2), Algorithm 4, Theorem 19
-      (its delta claim corrected in spec 004, Sec. 3.5).
+      (its delta claim corrected; see docs/errata.md).
     """
     state, admitted = self_reporting_filter_admit(state, epsilon_max, epsilon=epsilon)
     return self_reporting_filter_charge(state, jnp.where(admitted, epsilon_post, 0.0)), admitted
@@ -341,9 +341,7 @@ def whitehouse_filter_guarantee(*, epsilon: float, delta_prime: float, delta_dou
     epsilon = check_epsilon(epsilon)
     delta_prime = check_delta(delta_prime, "delta_prime")
     delta_double_prime = _check_delta_double_prime(delta_double_prime)
-    total = delta_prime + delta_double_prime
-    if Fraction(total) < Fraction(delta_prime) + Fraction(delta_double_prime):
-        total = math.nextafter(total, math.inf)  # round the sum up
+    total = sum_up((delta_prime, delta_double_prime))  # the exact sum, rounded up
     if total >= 1.0:
         raise ValueError(f"delta_prime + delta_double_prime must be < 1, got {total!r}.")
     return ApproxDP(epsilon, total)

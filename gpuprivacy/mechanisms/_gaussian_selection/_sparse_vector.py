@@ -1,6 +1,6 @@
 """The fully adaptive Gaussian sparse vector: Gaussian above threshold under a privacy filter.
 
-Spec 004, Sec. 4.4 and 4.6 (Lebensold, Precup & Balle, AISTATS 2024, arXiv
+Sec. 3.3 of Lebensold, Precup & Balle (AISTATS 2024, arXiv
 2402.06137v2, Sec. 4.1, App. C and D). Runs of Gaussian above threshold
 (:func:`gaussian_above_threshold`) follow each other along a stream, each
 with fresh threshold noise, and a privacy filter decides before each run
@@ -31,6 +31,7 @@ import numpy as np
 from gpuprivacy import noise as _noise
 from gpuprivacy._checks import check_delta, check_epsilon, check_int, check_key
 from gpuprivacy._config import require_x64
+from gpuprivacy._rounding import round_up
 from gpuprivacy._typing import Array, Key
 from gpuprivacy.accounting import ApproxDP, zhu_wang_at_epsilon
 from gpuprivacy.mechanisms._common import check_bool, check_choice, check_scores, unit_noise
@@ -45,12 +46,11 @@ from gpuprivacy.mechanisms._gaussian_selection._filters import (
     whitehouse_filter_spend,
     whitehouse_filter_step,
 )
-from gpuprivacy.mechanisms._gaussian_selection._selection import (
+from gpuprivacy.mechanisms._gaussian_selection._above_threshold import (
     _above_threshold_tables,
     _check_above_threshold_parameters,
-    _check_in_range,
-    _clamp,
 )
+from gpuprivacy.mechanisms._gaussian_selection._bounded_queries import _check_in_range, _clamp
 from gpuprivacy.mechanisms._release import Release
 
 ZHU_WANG_CONVERSIONS = ("markov", "bbghs")
@@ -61,7 +61,7 @@ class GaussianSparseVectorInfo(NamedTuple):
     """Side information of :func:`gaussian_sparse_vector` and :func:`gaussian_sparse_vector_whitehouse`.
 
     Every field except the ``nonprivate_`` one is a function of the released
-    bits and public parameters (spec 004, 7.7: the halting reason is part of
+    bits and public parameters (the halting reason is part of
     the output).
 
     Attributes:
@@ -121,7 +121,7 @@ def _sparse_vector_scan(key: Key, queries: Array, threshold: Array, sigma_thresh
                                                        delta_prime=delta_prime,
                                                        delta_double_prime=delta_double_prime)
         state = _where_tree(starting, admitted_state, state)
-        # Fresh threshold noise for every run (spec 004, 7.11).
+        # Fresh threshold noise for every run.
         noisy_threshold = jnp.where(starting, threshold + sigma_threshold * threshold_noise[run], noisy_threshold)
         active = jnp.logical_not(state.halted)
         run_length = jnp.where(active, run_length + 1, run_length)
@@ -135,7 +135,7 @@ def _sparse_vector_scan(key: Key, queries: Array, threshold: Array, sigma_thresh
     carry0 = (state0, jnp.zeros((), jnp.float64), jnp.zeros((), jnp.int32))
     (state, _, run_length), (bits, spent_by_step) = jax.lax.scan(step, carry0, (queries, query_noise))
     if fsrc:
-        # A run that met the end of the stream released bottom^L: charge eps_bot(L) [D].
+        # A run that met the end of the stream released bottom^L: charge eps_bot(L) (our bound, not in the paper).
         trailing = jnp.where(run_length > 0, epsilon_bottom_table[jnp.maximum(run_length - 1, 0)], 0.0)
         state = self_reporting_filter_charge(state, trailing)
         spent_by_step = spent_by_step.at[-1].add(trailing)
@@ -189,7 +189,7 @@ def _run_epsilons(deltas, sigma_threshold, sigma_query, threshold, sensitivity, 
     threshold is unchanged when the threshold and every query move by the same
     shift s, and s = min(lower, threshold) makes both non-negative, with the
     smallest threshold (the bound grows with it): we evaluate Theorem 7 at
-    threshold - s = max(threshold - lower, 0) [D]. For lower = 0 <= threshold
+    threshold - s = max(threshold - lower, 0) (our reduction). For lower = 0 <= threshold
     (the paper's setting) this is the paper's computation.
     """
     shifted_threshold = max(threshold - lower, 0.0)
@@ -225,7 +225,7 @@ def gaussian_sparse_vector(key: Key, queries: Array, *, threshold: float, sigma_
                            query_cap: bool = False, paper_mode: bool = False) -> Release:
     """Fully adaptive Gaussian sparse vector: Gaussian above threshold under FSRC.
 
-    Spec 004, Sec. 4.4 (Lebensold et al. Sec. 4.1 and App. D). Runs of
+    Lebensold et al. 2024, Sec. 3.3, Sec. 4.1 and App. D. Runs of
     :func:`gaussian_above_threshold` follow each other along the stream, each
     with fresh threshold noise; after a top at step :math:`s` the next run
     starts at :math:`s + 1`. Before run :math:`j` starts, the filtered
@@ -238,14 +238,14 @@ def gaussian_sparse_vector(key: Key, queries: Array, *, threshold: float, sigma_
 
     (Zhu & Wang 2020 Theorem 7 with the Markov RDP-to-pDP conversion,
     :func:`gpuprivacy.accounting.zhu_wang_at_epsilon` ``(conversion="markov")``;
-    pitfall 7.6: a pDP bound is required), and a run that tops after :math:`t`
+    FSRC needs a pDP bound; Lebensold et al. 2024, Algorithm 2), and a run that tops after :math:`t`
     queries adds :math:`\\varepsilon^{\\mathrm{post}}(t)` to ``spent``. A run
     that reaches the end of the stream after :math:`L` bottoms adds
-    :math:`\\varepsilon^{\\bot}(L)` [D]. After a halt the remaining bits are False.
+    :math:`\\varepsilon^{\\bot}(L)` (our bound, not in the paper). After a halt the remaining bits are False.
 
     Privacy: :math:`(\\varepsilon, \\delta)`-DP with the per-run deltas
     :math:`\\delta_j` of :func:`self_reporting_filter_deltas` (``schedule``;
-    :math:`\\sum_j \\delta_j \\le \\delta`, spec 004 Sec. 3.5 [D]); see
+    :math:`\\sum_j \\delta_j \\le \\delta`; see docs/errata.md); see
     :func:`gaussian_sparse_vector_guarantee`. ``paper_mode=True`` uses
     :math:`\\delta_j = \\delta` for every run, as the paper does, which carries
     no :math:`(\\varepsilon, \\delta)` guarantee (a :class:`PaperModeWarning`
@@ -297,7 +297,7 @@ def gaussian_sparse_vector(key: Key, queries: Array, *, threshold: float, sigma_
     References:
       Lebensold, Precup & Balle, `On the Privacy of Selection Mechanisms with
       Gaussian Noise <https://arxiv.org/abs/2402.06137>`_, AISTATS 2024
-      (arXiv v2), Algorithm 4, Theorem 19 (delta corrected: spec 004, Sec. 3.5), Sec. 4.1;
+      (arXiv v2), Algorithm 4, Theorem 19 (delta corrected; see docs/errata.md), Sec. 4.1;
       Zhu & Wang, Improving Sparse Vector Technique with Renyi Differential Privacy, NeurIPS 2020, Theorem 7.
     """
     key, queries, parameters, schedule, max_instances, query_cap = _check_sparse_vector_release(
@@ -323,7 +323,7 @@ def gaussian_sparse_vector_guarantee(*, threshold: float, sigma_threshold: float
                                      num_queries: int | None = None) -> ApproxDP:
     """The guarantee of :func:`gaussian_sparse_vector`: :math:`(\\varepsilon, \\delta)`-DP.
 
-    By the union-bound version of FSRC (spec 004, Sec. 3.5 [D]) for any sound
+    By the union-bound version of FSRC (Lebensold et al. 2024, Thm 11 (Algorithm 2); see docs/errata.md) for any sound
     ``schedule``. With ``paper_mode=True`` the paper's claim
     :math:`(\\varepsilon, \\delta)` is false; this returns the valid
     :math:`(\\varepsilon, \\min(J, k)\\,\\delta)`, :math:`k` = ``num_queries``
@@ -349,7 +349,7 @@ def gaussian_sparse_vector_guarantee(*, threshold: float, sigma_threshold: float
     if total >= 1.0:
         raise ValueError(f"paper_mode=True with up to {runs} runs at delta={delta!r} each gives a union-bound delta of "
                          f"{total!r} >= 1: no guarantee. Use the default sound schedule.")
-    return ApproxDP(epsilon, math.nextafter(total, math.inf))
+    return ApproxDP(epsilon, round_up(total))  # one ulp for the float product runs * delta
 
 
 def gaussian_sparse_vector_whitehouse(key: Key, queries: Array, *, threshold: float, sigma_threshold: float,
@@ -359,7 +359,7 @@ def gaussian_sparse_vector_whitehouse(key: Key, queries: Array, *, threshold: fl
                                       query_cap: bool = False, conversion: str = "markov") -> Release:
     """Baseline: the same Gaussian above-threshold runs, composed by the Whitehouse et al. filter.
 
-    Spec 004, Sec. 4.6 (Lebensold et al. App. C, Algorithm 5 with Theorem 20).
+    Lebensold et al. 2024, App. C (Algorithm 5 with Theorem 20).
     Run :math:`j` is :math:`(\\varepsilon_j, \\delta_j)`-DP by Zhu & Wang's
     Theorem 7 converted at :math:`\\delta_j` (``conversion``: ``"markov"``, the
     same :math:`\\varepsilon^{\\max}_j` as :func:`gaussian_sparse_vector`, or the

@@ -1,4 +1,4 @@
-"""The approximate (symmetric) variant and the cost-lowering radii (Durfee 2025, §5.1-5.2; spec 001 §2.8-2.9).
+"""The approximate (symmetric) variant and the cost-lowering radii (Durfee 2025, Secs. 5.1-5.2).
 
 Radius bounding functions :math:`R_l(x)` (Def 5.1) with
 
@@ -21,7 +21,7 @@ import numpy as np
 
 from gpuprivacy._checks import check_finite_real, check_int, check_nonnegative, check_positive
 from gpuprivacy._config import require_x64
-from gpuprivacy.mechanisms._instance_optimal._piecewise_laplace import LocalBounds
+from gpuprivacy.mechanisms._instance_optimal._local_bounds_type import LocalBounds
 
 
 def radius_bounds(center: Any, radii: Any, *, global_sensitivity: float | None = None) -> LocalBounds:
@@ -31,9 +31,9 @@ def radius_bounds(center: Any, radii: Any, *, global_sensitivity: float | None =
         U_l = f(x) + \\sum_{k \\le l} R_k, \\qquad L_l = f(x) - \\sum_{k \\le l} R_k,
 
     and beyond ``K`` the global-sensitivity cap :math:`R_l = \\Delta` of
-    §5.2 (the tail rule of spec §2.2). The radii must satisfy Def 5.1 for
+    §5.2 (with our exact tail rule for an unbounded range). The radii must satisfy Def 5.1 for
     the user's ``f`` (e.g. from :func:`corollary_5_2_radii`); with the cap
-    they must also be clipped to :math:`\\Delta` (spec §7 pitfall 12).
+    they must also be clipped to :math:`\\Delta`.
 
     Args:
       center: :math:`f(x)`.
@@ -58,8 +58,8 @@ def radius_bounds(center: Any, radii: Any, *, global_sensitivity: float | None =
     if global_sensitivity is not None:
         step = check_positive("global_sensitivity", global_sensitivity)
         if np.any(r > step):
-            raise ValueError(f"radii must be clipped to global_sensitivity={step} before the cap (spec 001 §7 "
-                             f"pitfall 12); got max radius {r.max()}.")
+            raise ValueError(f"radii must be clipped to global_sensitivity={step} before the cap "
+                             f"(Durfee 2025, Cor 5.1); got max radius {r.max()}.")
     cumulative = np.concatenate([[0.0], np.cumsum(r)])
     one = lambda v: jnp.asarray(v, jnp.float64)
     return LocalBounds(one(center + cumulative), one(center - cumulative), one(step), one(step),
@@ -72,7 +72,7 @@ def corollary_5_2_radii(local_sensitivity: float, *, sensitivity_of_local_sensit
 
     :math:`\\Delta(x)` is the local sensitivity and :math:`\\Delta'` a public
     bound on its sensitivity (e.g. 1 for triangle counting under edge
-    privacy). The min with the global sensitivity is valid (spec §2.9 [D]).
+    privacy). The min with the global sensitivity is valid (Durfee 2025, Sec. 5.2).
 
     Examples:
       >>> from gpuprivacy.mechanisms import instance_optimal as io
@@ -95,8 +95,8 @@ def corollary_5_1_radii(ball_local_sensitivity_bounds: Any, *, tighter: bool = F
     ``ball_local_sensitivity_bounds[j]`` must be
     :math:`\\sup_{d(x,x'') \\le j} \\tilde\\Delta(x'')` for ``j = 0..K``.
     Paper (default): :math:`R_l = ` entry ``l`` (``l = 1..K``). ``tighter``
-    (spec §2.9 [D], opt-in): :math:`R_l = ` entry ``l - 1``. Clipped to the
-    global sensitivity when given (pitfall 12).
+    (our addition to Durfee 2025, Sec. 5.2, opt-in): :math:`R_l = ` entry ``l - 1``. Clipped to the
+    global sensitivity when given (Durfee 2025, Cor 5.1; see docs/errata.md).
 
     Examples:
       >>> from gpuprivacy.mechanisms import instance_optimal as io

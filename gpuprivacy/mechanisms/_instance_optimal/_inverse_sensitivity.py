@@ -1,20 +1,23 @@
 """The inverse sensitivity mechanism (Asi & Duchi 2020; Durfee 2025, Def 4.1, (M.2)).
 
 Continuous setting: Step 1 of Alg 1 unchanged, then a *uniform* draw inside
-the chosen piece (spec 001 §2.4). Shares the segment engine of
+the chosen piece (Durfee 2025, Def 4.1). Shares the segment engine of
 :mod:`._piecewise_laplace`.
 """
 
 from __future__ import annotations
 
+from gpuprivacy._compat import renamed_keywords
 from gpuprivacy._checks import check_epsilon
 from gpuprivacy._typing import Key
 from gpuprivacy.accounting import PureDP
-from gpuprivacy.mechanisms._instance_optimal._piecewise_laplace import LocalBounds, _check_rho, release_from_bounds
+from gpuprivacy.mechanisms._instance_optimal._local_bounds_type import LocalBounds, _check_smoothness
+from gpuprivacy.mechanisms._instance_optimal._piecewise_laplace import release_from_bounds
 from gpuprivacy.mechanisms._release import Release
 
 
-def inverse_sensitivity(key: Key, bounds: LocalBounds, *, epsilon: float, rho: float = 0.0) -> Release:
+@renamed_keywords(rho="smoothness")
+def inverse_sensitivity(key: Key, bounds: LocalBounds, *, epsilon: float, smoothness: float = 0.0) -> Release:
     """The inverse sensitivity mechanism in the continuous setting (Durfee 2025, Def 4.1, (M.2)).
 
     .. math::
@@ -24,16 +27,16 @@ def inverse_sensitivity(key: Key, bounds: LocalBounds, *, epsilon: float, rho: f
     with :math:`\\mathrm{len}_f(y;x) = \\ell(y;x)` for sample-monotone ``f``
     (Cor 4.1). Sampled as Step 1 of Alg 1 followed by a uniform draw in the
     chosen piece. For non-sample-monotone ``f`` this is "Alg 1 + uniform",
-    which is still :math:`\\varepsilon`-DP (spec 001 §7 pitfall 9). By Thm 2
+    which is still :math:`\\varepsilon`-DP. By Thm 2
     its absolute error is stochastically larger than that of
-    :func:`piecewise_laplace`. ``rho > 0``: the rho-smooth variant of
+    :func:`piecewise_laplace`. ``smoothness > 0``: the smooth variant of
     Asi & Duchi (2020b), with ``len = 0`` on :math:`[f(x)-\\rho, f(x)+\\rho]`.
 
     Args:
       key: a single PRNG key.
       bounds: local bounds of one dataset.
       epsilon: privacy parameter, finite and > 0.
-      rho: smoothing width (public), >= 0.
+      smoothness: smoothing width (public), >= 0.
 
     Returns:
       ``Release(value, PiecewiseLaplaceInfo)``.
@@ -42,7 +45,7 @@ def inverse_sensitivity(key: Key, bounds: LocalBounds, *, epsilon: float, rho: f
       ValueError, TypeError: for bad parameters or malformed bounds.
 
     Privacy:
-      :math:`\\varepsilon`-DP when the bounds satisfy (V0)-(V2) (spec 001 §2.7).
+      :math:`\\varepsilon`-DP when the bounds satisfy (V0)-(V2) (Durfee 2025, Sec. 5).
       Idealized numerics.
 
     Examples:
@@ -58,10 +61,11 @@ def inverse_sensitivity(key: Key, bounds: LocalBounds, *, epsilon: float, rho: f
       approximate inverse sensitivity mechanisms <https://arxiv.org/abs/2005.10630>`_,
       NeurIPS 2020; Durfee 2025, Def 4.1, Cor 4.1, Thm 2.
     """
-    return release_from_bounds(key, bounds, epsilon, rho, "inverse_sensitivity")
+    return release_from_bounds(key, bounds, epsilon, smoothness, "inverse_sensitivity")
 
 
-def inverse_sensitivity_guarantee(*, epsilon: float, rho: float = 0.0) -> PureDP:
+@renamed_keywords(rho="smoothness")
+def inverse_sensitivity_guarantee(*, epsilon: float, smoothness: float = 0.0) -> PureDP:
     """:math:`\\varepsilon`-DP (Durfee 2025, Def 4.1; Asi & Duchi 2020)."""
-    _check_rho(rho)
+    _check_smoothness(smoothness)
     return PureDP(check_epsilon(epsilon))

@@ -1,4 +1,4 @@
-"""Smooth-sensitivity baselines for the median (Nissim, Raskhodnikova & Smith 2007; spec 001 §2.11).
+"""Smooth-sensitivity baselines for the median (Nissim, Raskhodnikova & Smith 2007).
 
 .. math::
     S^*_\\beta(x) = \\max_{k \\ge 0} e^{-k\\beta} A^{(k)}(x), \\qquad
@@ -21,7 +21,7 @@ Release :math:`f(x) + (S^*_\\beta(x)/\\alpha) Z` with an
   :math:`\\beta = \\varepsilon/(2\\ln(2/\\delta))`, (epsilon, delta)-DP
   (NRS07 Lemma 2.9).
 
-Truncation at a public ``K`` stays a valid smooth bound (spec §2.11 early
+Truncation at a public ``K`` stays a valid smooth bound (an early
 stop, made public): :math:`\\max(\\max_{k \\le K} e^{-k\\beta}A^{(k)},\\
 e^{-(K+1)\\beta}\\,\\mathrm{GS})` is :math:`\\beta`-smooth and at least
 :math:`S^*_\\beta` since :math:`A^{(k)} \\le \\mathrm{GS} = u - \\ell`.
@@ -40,8 +40,8 @@ from gpuprivacy._checks import check_delta, check_epsilon, check_int, check_key
 from gpuprivacy._config import require_x64
 from gpuprivacy._typing import Key
 from gpuprivacy.accounting import ApproxDP, PureDP
-from gpuprivacy.mechanisms._common import check_choice
-from gpuprivacy.mechanisms._instance_optimal._local_bounds import check_dataset, check_domain, median_rank, sort_rows
+from gpuprivacy.mechanisms._common import check_bool, check_choice
+from gpuprivacy.mechanisms._instance_optimal._dataset_checks import check_dataset, check_domain, median_rank, sort_rows
 from gpuprivacy.mechanisms._release import Release
 
 SMOOTH_NOISES = ("cauchy", "laplace")
@@ -91,7 +91,7 @@ def _median_smooth_sensitivity(sorted_data, beta, lower, upper, rank, max_distan
 
 def median_smooth_sensitivity(data: Any, *, beta: float, lower: float, upper: float, clip: bool = False,
                               max_distance: int | None = None) -> jax.Array:
-    """:math:`S^*_\\beta(x)` of the median under swaps (NRS07 §3.1; spec 001 §2.11).
+    """:math:`S^*_\\beta(x)` of the median under swaps (NRS07 §3.1).
 
     Args:
       data: ``float64[n]`` in ``[lower, upper]``.
@@ -144,7 +144,7 @@ def _check_noise_delta(noise, delta):
 
 
 def smooth_sensitivity_median(key: Key, data: Any, *, epsilon: float, lower: float, upper: float,
-                              noise: str = "cauchy", delta: float | None = None, clip: bool = False,
+                              clip: bool = False, noise: str = "cauchy", delta: float | None = None,
                               max_distance: int | None = None) -> Release:
     """The smooth-sensitivity median (Nissim, Raskhodnikova & Smith 2007, §3.1, Lemmas 2.6, 2.9).
 
@@ -165,9 +165,9 @@ def smooth_sensitivity_median(key: Key, data: Any, *, epsilon: float, lower: flo
       data: ``float64[n]`` unsorted values in ``[lower, upper]``.
       epsilon: privacy parameter.
       lower, upper: the public domain.
+      clip: clamp rows outside ``[lower, upper]`` to it instead of raising.
       noise: "cauchy" (pure DP) or "laplace" (approximate DP).
       delta: required for ``noise="laplace"``, must be None for Cauchy.
-      clip: clip out-of-domain data instead of raising.
       max_distance: public truncation of the max over k (default n).
 
     Returns:
@@ -204,11 +204,18 @@ def smooth_sensitivity_median(key: Key, data: Any, *, epsilon: float, lower: flo
                            jnp.asarray(lower, jnp.float64), jnp.asarray(upper, jnp.float64), median_rank(n), K, noise)
 
 
-def smooth_sensitivity_median_guarantee(*, epsilon: float, noise: str = "cauchy", delta: float | None = None,
-                                        lower: float = 0.0, upper: float = 1.0, clip: bool = False,
+def smooth_sensitivity_median_guarantee(*, epsilon: float, lower: float, upper: float, clip: bool = False,
+                                        noise: str = "cauchy", delta: float | None = None,
                                         max_distance: int | None = None) -> PureDP | ApproxDP:
-    """``PureDP(epsilon)`` for Cauchy noise, ``ApproxDP(epsilon, delta)`` for Laplace (NRS07 Lemmas 2.6, 2.9)."""
+    """``PureDP(epsilon)`` for Cauchy noise, ``ApproxDP(epsilon, delta)`` for Laplace (NRS07 Lemmas 2.6, 2.9).
+
+    Takes exactly the mechanism's parameters (``guarantee(**params)``); ``lower``/``upper`` are
+    required, as for the mechanism, and validated.
+    """
     epsilon = check_epsilon(epsilon)
     noise, delta = _check_noise_delta(noise, delta)
     check_domain(lower, upper)
+    check_bool("clip", clip)
+    if max_distance is not None:
+        check_int("max_distance", max_distance, minimum=0)
     return PureDP(epsilon) if noise == "cauchy" else ApproxDP(epsilon, delta)

@@ -1,4 +1,4 @@
-"""The higher-dimensional approximate PLM with an exact radial sampler (Durfee 2025, end of §5.1; spec 001 §2.10).
+"""The higher-dimensional approximate PLM with an exact radial sampler (Durfee 2025, end of Sec. 5.1).
 
 Density on :math:`\\mathbb R^d`, with :math:`r = \\|y - f(x)\\|_p`, radii
 :math:`R_l` (Def 5.1), :math:`\\mathcal R_l = \\sum_{k \\le l} R_k` and
@@ -8,7 +8,7 @@ Density on :math:`\\mathbb R^d`, with :math:`r = \\|y - f(x)\\|_p`, radii
     \\pi(y) \\propto \\exp\\Big(-a\\Big(l + \\frac{r - \\mathcal R_{l-1}}{R_l}\\Big)\\Big),
     \\qquad r \\in (\\mathcal R_{l-1}, \\mathcal R_l].
 
-Shell masses (spec §2.10, with :math:`\\lambda_l = a/R_l`, :math:`A = \\mathcal R_{l-1}`,
+Shell masses (Durfee 2025, end of Sec. 5.1, with :math:`\\lambda_l = a/R_l`, :math:`A = \\mathcal R_{l-1}`,
 :math:`B = \\mathcal R_l`, :math:`Q` the regularised upper incomplete gamma):
 
 .. math::
@@ -126,7 +126,7 @@ def _check_vector_inputs(center, radii, global_sensitivity, norm):
         raise ValueError("radii must be a nonempty 1-D array of finite values >= 0 (R_1..R_K of Def 5.1).")
     gs = check_positive("global_sensitivity", global_sensitivity)
     if np.any(r > gs):
-        raise ValueError(f"radii must be clipped to global_sensitivity={gs} (spec 001 §7 pitfall 12).")
+        raise ValueError(f"radii must be clipped to global_sensitivity={gs}.")
     return jnp.asarray(center), jnp.asarray(r), jnp.asarray(gs, jnp.float64), norm
 
 
@@ -141,7 +141,7 @@ def piecewise_laplace_vector(key: Key, center: Any, radii: Any, *, epsilon: floa
     Sampled by shell (log-space masses via the incomplete gamma function),
     radius (truncated Gamma by bisection) and direction (cone measure); see
     the module docstring. The paper's rejection step is replaced by the
-    exact radial draw (spec §2.10).
+    exact radial draw (Durfee 2025, end of Sec. 5.1).
 
     Args:
       key: a single PRNG key.
@@ -178,7 +178,7 @@ def piecewise_laplace_vector(key: Key, center: Any, radii: Any, *, epsilon: floa
     return _vector_release(key, center, radii, gs, jnp.asarray(epsilon, jnp.float64), norm)
 
 
-def piecewise_laplace_vector_guarantee(*, epsilon: float, global_sensitivity: float = 1.0,
+def piecewise_laplace_vector_guarantee(*, epsilon: float, global_sensitivity: float,
                                        norm: str = "l2") -> PureDP:
     """:math:`\\varepsilon`-DP (Durfee 2025, Lemma 5.2)."""
     check_positive("global_sensitivity", global_sensitivity)
@@ -193,7 +193,7 @@ def _log_unit_ball_volume_times_d(d, norm):
 
 def vector_log_density(y: Any, center: Any, radii: Any, *, epsilon: float, global_sensitivity: float,
                        norm: str = "l2") -> jax.Array:
-    """Exact log-density of :func:`piecewise_laplace_vector` at points ``y[k, d]`` (spec 001 §2.10).
+    """Exact log-density of :func:`piecewise_laplace_vector` at points ``y[k, d]`` (Durfee 2025, end of Sec. 5.1).
 
     Examples:
       >>> from gpuprivacy.mechanisms import instance_optimal as io

@@ -1,4 +1,4 @@
-"""Exact, non-sampling views of the private-median density (spec 003 Sec. 2.6), for analysis and tests.
+"""Exact, non-sampling views of the private-median density (Tzamos et al. 2020, eq. (3.6)), for analysis and tests.
 
 None of these functions is private: they read the data directly (``nonprivate`` diagnostics).
 They use exactly the kernels the sampler uses, so the sampler, the exact CDF and the per-pair
@@ -16,14 +16,7 @@ import numpy as np
 
 from gpuprivacy._checks import check_data
 from gpuprivacy.mechanisms._median._config import MedianConfig, median_config
-from gpuprivacy.mechanisms._median._density import (
-    certificate,
-    compact_rows,
-    hull_rows,
-    pareto_keep,
-    piece_table,
-    snap,
-)
+from gpuprivacy.mechanisms._median._density import certificate, compact_rows, hull_rows, pareto_keep, piece_table, snap
 
 
 def _config(data, params, warn=False):
@@ -40,7 +33,7 @@ def snap_to_lattice(data, **params) -> np.ndarray:
 
 
 def typical_hamming(data, xi, **params) -> np.ndarray:
-    """TypicalHamming ``TH(X, xi) = min{d_H(X, X') : X' in H, m(X') = xi}`` in closed form (spec 2.6.1).
+    """TypicalHamming ``TH(X, xi) = min{d_H(X, X') : X' in H, m(X') = xi}`` in closed form.
 
     .. math:: TH(\\xi) = \\max(\\mathrm{Med}(\\xi), W_R(\\xi), W_L(\\xi))
 
@@ -77,8 +70,8 @@ class TypicalHulls(NamedTuple):
     """Hulls ``[lower_k, upper_k]`` of ``{xi : TH(xi) <= k}`` for k = 0..num_rows-1 (data units).
 
     ``exists[k]`` is False where the sub-level set is empty. ``keep[k]`` marks the Pareto rows
-    that define the envelope (spec 2.6.3). ``distance`` is k0 (0 iff X is in H);
-    ``certified`` is the fast-path certificate (spec 2.6.6).
+    that define the envelope. ``distance`` is k0 (0 iff X is in H);
+    ``certified`` is the fast-path certificate.
     """
 
     exists: np.ndarray
@@ -101,7 +94,7 @@ def _bundle(data, cfg):
 
 
 def typical_hulls(data, **params) -> TypicalHulls:
-    """All sub-level hulls of TypicalHamming, from the closed forms of spec 2.6.2 (the sampler's kernels)."""
+    """All sub-level hulls of TypicalHamming, from the closed forms of (the sampler's kernels)."""
     data, cfg = _config(data, params)
     out = _bundle(jnp.asarray(data), cfg)
     exists, lo, hi, keep, k0, certified = (np.asarray(out[name]) for name in
@@ -127,7 +120,7 @@ class MedianPieces(NamedTuple):
 
 
 def private_median_pieces(data, **params) -> MedianPieces:
-    """The exact piece table of the density (3.6) of :func:`private_median` on ``data`` (spec 2.6.3-2.6.4)."""
+    """The exact piece table of the density (3.6) of :func:`private_median` on ``data``."""
     data, cfg = _config(data, params)
     table = _bundle(jnp.asarray(data), cfg)["table"]
     left = (np.asarray(table.left) + int(table.center)) * cfg.unit

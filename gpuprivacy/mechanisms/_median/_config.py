@@ -1,6 +1,6 @@
-"""Parameters of the optimal private median (seed 003) and the integer lattice of its predicates.
+"""Parameters of the optimal private median (Tzamos et al. 2020) and the integer lattice of its predicates.
 
-Notation of spec 003 Sec. 2.1 (Tzamos, Vlatakis-Gkaragkounis & Zadik, *Optimal
+Notation of Tzamos et al. 2020, Sec. 3 (Tzamos, Vlatakis-Gkaragkounis & Zadik, *Optimal
 Private Median Estimation under Minimal Distributional Assumptions*,
 NeurIPS 2020, Sec. 3.1-3.2):
 
@@ -8,11 +8,11 @@ NeurIPS 2020, Sec. 3.1-3.2):
 * ``a = L n/(3C)`` Laplace slope and ``b = L r n`` flattening cap (Hamming units),
 * ``Xi = [-R - r/2, R + r/2]`` allowed typical medians, output support ``[-B, B]``, ``B = R + 4Cr``.
 
-Exact predicates (spec Sec. 5.2): every record is snapped to the lattice of spacing
+Exact predicates: every record is snapped to the lattice of spacing
 ``unit = delta/Q`` (``Q = grid_resolution``, a power of two) and all window/rank
 comparisons are done on int64 lattice coordinates. Snapping is a fixed
 record-wise map, so it cannot increase Hamming distances and the privacy proof
-(spec Sec. 2.4, Prop. A.5 part 1) applies to the snapped data verbatim. In
+(Tzamos et al. 2020, Prop. A.5 part 1) applies to the snapped data verbatim. In
 lattice units ``delta = Q``, the Laplace slope of the log-density is
 ``epsilon/(12 Q)`` per unit and the flat region starts ``3 b Q`` units from the hull.
 """
@@ -27,7 +27,7 @@ from gpuprivacy._checks import check_epsilon, check_int, check_positive
 
 # Largest |lattice coordinate| we allow, so that float64 -> int64 rounding is exact.
 _MAX_LATTICE = 2.0**51
-# Theory constant of Lemma B.3 (spec Sec. 0 item 5 and Sec. 3.2 item 1): 4 C e exp(-2C/27) = 1/2.
+# Theory constant of Lemma B.3: 4 C e exp(-2C/27) = 1/2.
 THEORY_CONSTANT = 104.312203682800634
 MEDIAN_INDEX_CONVENTIONS = ("ceil", "floor")
 
@@ -49,7 +49,7 @@ class MedianConfig:
       unit: lattice spacing ``delta/Q`` in data units.
       xi_bound: ``floor((R + r/2)/unit)``, the typical-median range in lattice units.
       clip_bound: records are clipped to ``[-clip_bound, clip_bound]`` lattice units
-        (``xi_bound + (K + 2) Q``); this leaves TypicalHamming and the certificate unchanged (spec Sec. 5.3).
+        (``xi_bound + (K + 2) Q``); this leaves TypicalHamming and the certificate unchanged.
       support_units: ``B/unit``, the output support in lattice units.
       cap: ``b = L r n``.
       max_rows: static cap P_MAX on Pareto rows in the first full pass (overflow goes to a pass with
@@ -103,7 +103,7 @@ class MedianConfig:
 
 def median_config(n, *, epsilon, min_density, radius, median_bound, constant=6.0, median_index="ceil",
                   grid_resolution=256, max_rows=64, warn=True) -> MedianConfig:
-    """Validates the parameters and derives the static configuration (spec 003 Sec. 2.1, 5.4).
+    """Validates the parameters and derives the static configuration (Tzamos et al. 2020, Sec. 3).
 
     Raises:
       ValueError: for ``L <= 0``, ``r <= 0``, ``L r > 1/2``, ``R <= 0``, ``C <= 0``, ``epsilon <= 0``,
@@ -131,11 +131,11 @@ def median_config(n, *, epsilon, min_density, radius, median_bound, constant=6.0
     num_windows = int(math.floor(min_density * n * radius / (2.0 * constant)))
     if index < 1 or n < 2 * num_windows + 3 or not num_windows + 1 <= index <= n - num_windows:
         raise ValueError(
-            f"n = {n} is too small for K = floor(L n r/(2C)) = {num_windows} window constraints: spec 003 Sec. 2.1 "
+            f"n = {n} is too small for K = floor(L n r/(2C)) = {num_windows} window constraints: Tzamos et al. 2020, Sec. 3 "
             f"needs n >= 2K + 3 and K + 1 <= l <= n - K (l = {index}). Use more records or a larger constant C.")
     if num_windows == 0 and warn:
         warnings.warn(f"K = floor(L n r/(2C)) = 0 for n = {n}: the typical set only constrains the median's range, "
-                      "so the release is private but barely informative (spec 003 Sec. 5.4). Use more records or a "
+                      "so the release is private but barely informative. Use more records or a "
                       "smaller constant C.", MedianParameterWarning, stacklevel=3)
     delta = constant / (min_density * n)
     unit = delta / grid_resolution

@@ -1,4 +1,4 @@
-"""The general density (3.6) of the optimal private median, in closed form (spec 003 Sec. 2.6).
+"""The general density (3.6) of the optimal private median, in closed form (Tzamos et al. 2020, eq. (3.6)).
 
 Tzamos, Vlatakis-Gkaragkounis & Zadik, *Optimal Private Median Estimation under Minimal
 Distributional Assumptions* (NeurIPS 2020), eq. (3.6) and Lemma 4.2: with
@@ -11,12 +11,12 @@ Distributional Assumptions* (NeurIPS 2020), eq. (3.6) and Lemma 4.2: with
     \\qquad \\omega \\in [-B, B],
 
 where ``[lo_k, hi_k]`` is the hull of the sub-level set ``{xi : TH(xi) <= k}``. Everything here
-works on the int64 lattice of :mod:`._median_config` (exact predicates, spec Sec. 5.2):
+works on the int64 lattice of :mod:`._median_config` (exact predicates):
 
-* rows ``k >= K + 1`` are order statistics (spec Sec. 2.6.2),
+* rows ``k >= K + 1`` are order statistics,
 * rows ``k <= K`` come from cells (data points and gaps near the median) and range max/min
   queries on ``Z_i = X_(i) - i delta`` (a sparse table; O(K) memory per step of a scan over k),
-* Pareto pruning with integer keys ``6Qk - hi_k`` and ``6Qk + lo_k`` (spec Sec. 2.6.3),
+* Pareto pruning with integer keys ``6Qk - hi_k`` and ``6Qk + lo_k``,
 * the piece table: on each elementary interval the envelope is the minimum of at most three lines
   (lowest flat level, lowest rising and lowest falling line), split at their crossings.
 
@@ -40,7 +40,7 @@ INF = np.int64(2**62)
 
 
 def snap(data, cfg: MedianConfig):
-    """Record-wise map to the int64 lattice, then sort (spec Sec. 5.2-5.3).
+    """Record-wise map to the int64 lattice, then sort.
 
     Records are clipped to ``clip_bound`` lattice units first; points that far out lie outside
     every window of every xi in Xi and keep their rank, so TypicalHamming and the certificate are
@@ -61,9 +61,9 @@ def _take(s, index, fill):
 
 
 def certificate(s, cfg: MedianConfig):
-    """The certified fast path of spec Sec. 2.6.6: True only if (3.6) equals the flattened Laplace at m.
+    """The certified fast path (ours; replaces Case A, see docs/errata.md): True only if (3.6) equals the flattened Laplace at m.
 
-    Checks X in H (spec Sec. 2.2, O(K) form after sorting) and, for every k in [1, ceil(b/2)),
+    Checks X in H (Tzamos et al. 2020, eq. (3.3) O(K) form after sorting) and, for every k in [1, ceil(b/2)),
     ``min(X_(l+k), R + r/2) - m <= 6 k delta`` and ``m - max(X_(l-k), -R - r/2) <= 6 k delta``
     (then every row k >= 1 is dominated by row 0, because ``2/a = 6 delta``). Integer comparisons.
     """
@@ -107,7 +107,7 @@ def _range_query(table, log2, first, last, op):
 
 
 def _cells(s, cfg: MedianConfig):
-    """Point cells X_(i), i in [l-K, l+K], and gap cells (X_(p), X_(p+1)), p in [l-K, l+K-1] (spec 2.6.2)."""
+    """Point cells X_(i), i in [l-K, l+K], and gap cells (X_(p), X_(p+1)), p in [l-K, l+K-1]."""
     l, K = cfg.median_index, cfg.num_windows
     points = s[l - K - 1:l + K]                                   # X_(l-K) .. X_(l+K)
     p_point = jnp.searchsorted(s, points, side="left").astype(jnp.int64)
@@ -126,7 +126,7 @@ def _cells(s, cfg: MedianConfig):
 
 
 def small_rows(s, cfg: MedianConfig):
-    """Hulls ``[lo_k, hi_k]`` of ``{xi : TH(xi) <= k}`` for k = 0..K (spec Sec. 2.6.2), int64.
+    """Hulls ``[lo_k, hi_k]`` of ``{xi : TH(xi) <= k}`` for k = 0..K, int64.
 
     theta_R(p, k) = (p - k + 1) Q + max{Z_i : i in [max(p + jlo, q + 1), p + K + 1 - k]} and
     theta_L(q, k) = (q + k) Q + min{Z_i : i in [q - K + k, min(q + 1 - jlo, p)]} (indices i <= q
@@ -172,7 +172,7 @@ def small_rows(s, cfg: MedianConfig):
 
 
 def hull_rows(s, cfg: MedianConfig):
-    """All rows k = 0..num_rows-1: (exists, lo, hi), int64 lattice units (spec Sec. 2.6.2)."""
+    """All rows k = 0..num_rows-1: (exists, lo, hi), int64 lattice units."""
     l, K, xi_bound = cfg.median_index, cfg.num_windows, cfg.xi_bound
     exists_small, lo_small, hi_small = small_rows(s, cfg)
     k = jnp.arange(K + 1, cfg.num_rows, dtype=jnp.int64)
@@ -188,7 +188,7 @@ def _exclusive_cummin(values):
 
 
 def pareto_keep(exists, lo, hi, cfg: MedianConfig):
-    """Rows that can attain the envelope (spec Sec. 2.6.3), exactly, with integer keys.
+    """Rows that can attain the envelope, exactly, with integer keys.
 
     Row k is dropped when ``alpha_k >= min_{k' < k} alpha_k'`` and ``beta_k >= min_{k' < k} beta_k'``
     (alpha = 6Qk - hi, beta = 6Qk + lo, i.e. 6Q times the paper-unit intercepts), or when
@@ -257,7 +257,7 @@ def _lowest_lines(c, k, lo, hi, mid, rows_valid, s_line, wf, half_b):
 
 
 def piece_table(rows_k, rows_lo, rows_hi, rows_valid, center, cfg: MedianConfig) -> PieceTable:
-    """The exact piece table of the min-plus envelope (spec Sec. 2.6.3-2.6.4), static shape (4(3P+1),).
+    """The exact piece table of the min-plus envelope, static shape (4(3P+1),).
 
     Args:
       rows_k, rows_lo, rows_hi, rows_valid: P padded rows (int64 k, lo, hi; bool mask).
@@ -303,11 +303,11 @@ def piece_table(rows_k, rows_lo, rows_hi, rows_valid, center, cfg: MedianConfig)
 
 
 def piece_log_mass(log_left, slope, length):
-    """log of the integral of exp(log_left + slope (t - left)) over [left, left + length] (spec 2.6.4)."""
+    """log of the integral of exp(log_left + slope (t - left)) over [left, left + length] (Tzamos et al. 2020, Algorithm 7)."""
     magnitude = jnp.abs(slope)
     safe = jnp.where(magnitude > 0, magnitude, 1.0)
     decay = jnp.log(-jnp.expm1(-safe * length)) - jnp.log(safe)
-    # For slope > 0 the mass is anchored at the right end (mirroring, spec 2.6.4): no overflow.
+    # For slope > 0 the mass is anchored at the right end (mirroring, Tzamos et al. 2020, Algorithm 7): no overflow.
     anchored = jnp.where(slope > 0, log_left + slope * length, log_left)
     return jnp.where(length > 0, jnp.where(magnitude > 0, anchored + decay, log_left + jnp.log(length)), -jnp.inf)
 

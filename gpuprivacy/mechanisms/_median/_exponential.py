@@ -1,11 +1,11 @@
-"""Median baselines and the analytic formulas of spec 003 (Sec. 1.3, 2.3) for the private median.
+"""Median baselines and the analytic formulas of Tzamos et al. 2020 (Props. 3.8-3.9, eq. (3.4)) for the private median.
 
 * :func:`nonprivate_median` (not private; utility reference),
 * :func:`exponential_mechanism_median` (pure DP, rank utility on ``[lower, upper]``; Smith 2011),
 * the restricted flattened Laplace (3.4): its exact normalizer and tails (diagnostics), and
-  ``_flattened_laplace_shortcut``, the paper's Case-A shortcut, which is **not private** (spec
-  Sec. 0 item 2, Sec. 5.1) and is kept private, for the study's unsafe reference only,
-* the lower-bound sample sizes of Props 3.8 and 3.9 (spec Sec. 1.3).
+  ``_flattened_laplace_shortcut``, the paper's Case-A shortcut, which is **not private** (its
+  Lemma 3.2 fails; see docs/errata.md) and is kept private, for the study's unsafe reference only,
+* the lower-bound sample sizes of Props 3.8 and 3.9 (Tzamos et al. 2020, Props. 3.8-3.9).
 """
 
 from __future__ import annotations
@@ -19,10 +19,20 @@ import jax.numpy as jnp
 import mpmath
 import numpy as np
 
-from gpuprivacy._checks import check_data, check_epsilon, check_finite_real, check_key, check_probability, is_tracer
+from gpuprivacy._checks import (
+    check_data,
+    check_epsilon,
+    check_finite_real,
+    check_key,
+    check_probability,
+    check_rows_in_domain,
+    is_tracer,
+)
 from gpuprivacy._typing import Array, Key
 from gpuprivacy.accounting import PureDP
+from gpuprivacy.mechanisms._common import check_bool
 from gpuprivacy.mechanisms._median._config import median_config
+from gpuprivacy.mechanisms._piecewise_sampler import sample_piecewise
 from gpuprivacy.mechanisms._release import Release
 
 
@@ -39,6 +49,14 @@ class ExponentialMedianInfo(NamedTuple):
     upper: Array
 
 
+def _check_exponential_domain(lower, upper):
+    lower = check_finite_real("lower", lower)
+    upper = check_finite_real("upper", upper)
+    if not is_tracer(lower) and not is_tracer(upper) and not lower < upper:
+        raise ValueError(f"lower must be < upper, got lower={lower!r}, upper={upper!r}.")
+    return lower, upper
+
+
 @jax.jit
 def _exponential_median(key, data, epsilon, lower, upper):
     n = data.shape[0]
@@ -49,16 +67,18 @@ def _exponential_median(key, data, epsilon, lower, upper):
     utility = -jnp.abs(rank.astype(jnp.float64) - n / 2.0)
     width = edges[1:] - edges[:-1]
     logits = jnp.where(width > 0, jnp.log(jnp.where(width > 0, width, 1.0)) + epsilon / 2.0 * utility, -jnp.inf)
-    piece_key, inner_key = jax.random.split(key)
-    index = jax.random.categorical(piece_key, logits)
-    return edges[index] + width[index] * jax.random.uniform(inner_key, dtype=jnp.float64)
+    # The shared exact piece sampler: a piece by its log-mass, then a uniform point in it.
+    value, _ = sample_piecewise(key, logits, edges[:-1], jnp.ones_like(width), width, jnp.zeros_like(width))
+    return value
 
 
-def exponential_mechanism_median(key: Key, data, *, epsilon: float, lower: float, upper: float) -> Release:
+def exponential_mechanism_median(key: Key, data, *, epsilon: float, lower: float, upper: float,
+                                 clip: bool = False) -> Release:
     """Exponential-mechanism median with rank utility on ``[lower, upper]`` (continuous output).
 
-    Records are clipped to ``[lower, upper]`` (documented; a record-wise map). With sorted clipped
-    records :math:`x_{(1)} \\le \\dots \\le x_{(n)}`, :math:`x_{(0)} = \\text{lower}`,
+    Records must lie in the public domain ``[lower, upper]``; with ``clip=True`` records outside it
+    are clamped to it (a record-wise map, so the guarantee is unchanged). With sorted records
+    :math:`x_{(1)} \\le \\dots \\le x_{(n)}`, :math:`x_{(0)} = \\text{lower}`,
     :math:`x_{(n+1)} = \\text{upper}`, the output density is
 
     .. math:: f(\\omega) \\propto \\exp\\big(-\\tfrac{\\varepsilon}{2} |i(\\omega) - n/2|\\big),
@@ -68,12 +88,19 @@ def exponential_mechanism_median(key: Key, data, *, epsilon: float, lower: float
 
     Args:
       key: a single PRNG key.
-      data: vector of n finite records.
+      data: vector of n finite records in ``[lower, upper]``.
       epsilon: privacy parameter (> 0).
-      lower, upper: the public output range (lower < upper).
+      lower, upper: the public data domain and output range (finite, lower < upper).
+      clip: clamp records outside ``[lower, upper]`` to it instead of raising (the behaviour
+        before this option existed was to clamp silently).
 
     Returns:
       A :class:`Release` with the private median in ``[lower, upper]``.
+
+    Raises:
+      ValueError: ``lower >= upper``, NaN/inf in data, data outside ``[lower, upper]`` (unless
+        ``clip=True``), ``epsilon <= 0``. Under ``jit``/``vmap`` (checks skipped) records are
+        clamped to the domain and NaN records count as ``lower``; the kernel never raises.
 
     References:
       Smith, `Privacy-preserving statistical estimation with optimal convergence rates
@@ -90,26 +117,32 @@ def exponential_mechanism_median(key: Key, data, *, epsilon: float, lower: float
     key = check_key(key)
     data = check_data(data)
     epsilon = check_epsilon(epsilon)
-    lower = check_finite_real("lower", lower)
-    upper = check_finite_real("upper", upper)
-    if not is_tracer(lower) and not is_tracer(upper) and not lower < upper:
-        raise ValueError(f"lower must be < upper, got lower={lower!r}, upper={upper!r}.")
+    lower, upper = _check_exponential_domain(lower, upper)
     if not is_tracer(data) and data.ndim != 1:
         raise ValueError(f"data must be a vector of n records, got shape {data.shape}.")
+    data = check_rows_in_domain(data, lower, upper, clip)
     value = _exponential_median(key, jnp.asarray(data, jnp.float64), jnp.float64(epsilon), jnp.float64(lower),
                                 jnp.float64(upper))
     return Release(value, ExponentialMedianInfo(lower=jnp.float64(lower), upper=jnp.float64(upper)))
 
 
-def exponential_mechanism_median_guarantee(*, epsilon: float, **_params) -> PureDP:
-    """Pure epsilon-DP under replacement of one record (McSherry & Talwar 2007, Thm 6)."""
-    return PureDP(epsilon=check_epsilon(epsilon))
+def exponential_mechanism_median_guarantee(*, epsilon: float, lower: float, upper: float,
+                                           clip: bool = False) -> PureDP:
+    """Pure epsilon-DP under replacement of one record (McSherry & Talwar 2007, Thm 6).
+
+    Takes the mechanism's parameters (``guarantee(**params)``); ``lower``/``upper`` are required
+    and validated like the mechanism's, though the guarantee does not depend on them or on ``clip``.
+    """
+    epsilon = check_epsilon(epsilon)
+    _check_exponential_domain(lower, upper)
+    check_bool("clip", clip)
+    return PureDP(epsilon=epsilon)
 
 
 # --- the restricted flattened Laplace (3.4): diagnostics and the UNSAFE shortcut ------------------
 
 def flattened_laplace_log_normalizer(n, **params) -> float:
-    """log Zhat of the restricted density (3.4) (spec 2.3, closed form; constant over H when C >= 1/2).
+    """log Zhat of the restricted density (3.4) (Tzamos et al. 2020, eq. (3.4) closed form; constant over H when C >= 1/2).
 
     .. math:: \\hat Z = \\frac{2}{\\lambda}(1 - e^{-E}) + (2B - 6Cr) e^{-E},\\quad
         \\lambda = \\frac{\\varepsilon L n}{12 C},\\ E = \\frac{\\varepsilon L r n}{4}
@@ -121,7 +154,7 @@ def flattened_laplace_log_normalizer(n, **params) -> float:
 
 
 def flattened_laplace_tail(alpha, n, **params) -> float:
-    """Exact ``P(|Ahat(X) - m(X)| >= alpha)`` of (3.4) for ``0 < alpha <= 3Cr`` and m in Xi (spec 2.3)."""
+    """Exact ``P(|Ahat(X) - m(X)| >= alpha)`` of (3.4) for ``0 < alpha <= 3Cr`` and m in Xi (Tzamos et al. 2020, eq. (3.4))."""
     cfg = median_config(n, warn=False, **params)
     alpha = check_finite_real("alpha", alpha)
     if not 0 < alpha <= 3 * cfg.constant * cfg.radius:
@@ -133,7 +166,7 @@ def flattened_laplace_tail(alpha, n, **params) -> float:
 
 
 def flattened_laplace_log_density(omega, center, n, **params):
-    """log of (3.4) at ``omega`` for a data set with median ``center`` (diagnostic; spec 2.3)."""
+    """log of (3.4) at ``omega`` for a data set with median ``center`` (diagnostic; Tzamos et al. 2020, eq. (3.4))."""
     cfg = median_config(n, warn=False, **params)
     omega = np.asarray(omega, np.float64)
     value = -np.minimum(np.abs(omega - center) / cfg.scale, cfg.epsilon * cfg.cap / 4.0)
@@ -160,7 +193,7 @@ def _shortcut(key, data, n, index, scale, cap_e, support, flat):
 def _flattened_laplace_shortcut(key, data, **params):
     """UNSAFE: Algorithm 1 Case A applied blindly (flattened Laplace (3.4) at the median, Alg. 2).
 
-    Not differentially private (spec 003 Sec. 0 item 2, Sec. 5.1: log-ratio 6.0 > 0.5 for d_H = 1).
+    Not differentially private (Tzamos et al. 2020, Lemma 3.2 fails; see docs/errata.md: log-ratio 6.0 > 0.5 for d_H = 1).
     Kept only as the study's unsafe reference; never registered as a mechanism.
     """
     data = jnp.asarray(data, jnp.float64)
@@ -169,11 +202,11 @@ def _flattened_laplace_shortcut(key, data, **params):
                      cfg.support, 3.0 * cfg.constant * cfg.radius)
 
 
-# --- lower bounds (spec 1.3) -----------------------------------------------------------------------
+# --- lower bounds (Tzamos et al. 2020, Props. 3.8-3.9) -----------------------------------------------------------------------
 
 def lower_bound_sample_sizes(*, alpha: float, beta: float, epsilon: float, min_density: float, radius: float,
                              median_bound: float) -> dict:
-    """Necessary sample sizes of Props 3.8 and 3.9 (spec 003 Sec. 1.3), with mpmath.
+    """Necessary sample sizes of Props 3.8 and 3.9 (Tzamos et al. 2020, Props. 3.8-3.9), with mpmath.
 
     ``n38 = log((1-beta)/beta) / -log(1 - 2 L alpha (1 - e^-eps))`` (local privacy term, eta -> 0) and
     ``n39 = log((1-beta) N) / -log(1 - 2 L r (1 - e^-eps))`` with ``N = floor(2R/(3 alpha))`` (range term).

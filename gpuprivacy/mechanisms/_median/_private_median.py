@@ -1,14 +1,14 @@
-"""The optimal private median (seed 003): routing, the log-space piece sampler and the public API.
+"""The optimal private median (Tzamos et al. 2020): routing, the log-space piece sampler and the public API.
 
 Tzamos, Vlatakis-Gkaragkounis & Zadik, `Optimal Private Median Estimation under Minimal
 Distributional Assumptions <https://arxiv.org/abs/2011.06202>`_, NeurIPS 2020, eq. (3.6),
-Prop. 2.1/A.5, Lemma 4.2, Algorithm 7; implemented as spec 003 Sec. 2.6.
+Prop. 2.1/A.5, Lemma 4.2, Algorithm 7; implemented by our exact closed form of (3.6).
 
 Every release samples the general density (3.6). The paper's Case-A shortcut (return the
 flattened Laplace whenever X is typical) is *not* used: it is not private in the worst case
-(spec Sec. 0 item 2, Sec. 5.1). Route per data set (decided by the data, never by the key):
+(Lemma 3.2 of the paper fails; see docs/errata.md). Route per data set (decided by the data, never by the key):
 
-1. the certified fast path (spec 2.6.6): when the certificate proves that row 0 dominates every
+1. the certified fast path (ours; see docs/errata.md): when the certificate proves that row 0 dominates every
    other row, (3.6) *is* the flattened Laplace at the median and the piece table has one row;
 2. otherwise the full computation with at most ``max_rows`` Pareto rows;
 3. if more rows survive (overflow), the same computation with ``full_rows`` rows, always enough.
@@ -20,13 +20,22 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from gpuprivacy._checks import check_data, check_int, check_key, is_tracer
+from gpuprivacy._checks import (
+    check_data,
+    check_epsilon,
+    check_int,
+    check_key,
+    check_positive,
+    check_rows_in_domain,
+    is_tracer,
+)
 from gpuprivacy._typing import Array, Key
 from gpuprivacy.accounting import PureDP
 from gpuprivacy.mechanisms._median._config import MedianConfig, median_config
@@ -39,7 +48,9 @@ from gpuprivacy.mechanisms._median._density import (
     piece_table,
     snap,
 )
-from gpuprivacy.mechanisms._release import Release
+from gpuprivacy.mechanisms._common import check_bool
+from gpuprivacy.mechanisms._piecewise_sampler import sample_piecewise
+from gpuprivacy.mechanisms._release import Release, batched_trials
 
 ROUTE_FAST, ROUTE_CAPPED, ROUTE_OVERFLOW = 0, 1, 2
 ROUTE_NAMES = ("certified-fast-path", "full", "full-overflow")
@@ -82,23 +93,19 @@ def _full_table(s, cfg, size):
 
 
 def sample_pieces(key, table: PieceTable, cfg: MedianConfig):
-    """Algorithm 7 in log space (spec 2.6.4): the piece by inverse CDF on the cumulative log-masses
-    (``lax.cumlogsumexp``; trailing padding with -inf mass never changes the draw), then the
-    truncated-exponential inverse CDF inside the piece (mirrored for positive slopes).
+    """Algorithm 7 in log space (Tzamos et al. 2020, Algorithm 7), by the shared exact piece sampler.
+
+    :func:`gpuprivacy.mechanisms._piecewise_sampler.sample_piecewise`: the piece by inverse CDF on
+    the cumulative log-masses (``lax.cumlogsumexp``; trailing padding with -inf mass never changes
+    the draw), then the truncated-exponential inverse CDF inside the piece, started at the piece's
+    higher end (mirrored for positive slopes).
 
     Returns the release in data units.
     """
-    piece_key, inner_key = jax.random.split(key)
-    log_cdf = jax.lax.cumlogsumexp(table.log_mass)
-    target = jnp.log(jax.random.uniform(piece_key, dtype=jnp.float64, minval=jnp.finfo(jnp.float64).tiny)) + log_cdf[-1]
-    index = jnp.minimum(jnp.searchsorted(log_cdf, target, side="left").astype(jnp.int64), table.log_mass.shape[0] - 1)
-    left, length, slope = table.left[index], table.length[index], table.slope[index]
-    u = jax.random.uniform(inner_key, dtype=jnp.float64)
-    magnitude = jnp.abs(slope)
-    uniform = magnitude * length < 1e-12
-    safe = jnp.where(uniform, 1.0, magnitude)
-    offset = jnp.where(uniform, u * length, jnp.log1p(u * jnp.expm1(-safe * length)) / -safe)
-    t = jnp.where(slope > 0, left + length - offset, left + offset)
+    rising = table.slope > 0
+    start = jnp.where(rising, table.left + table.length, table.left)
+    direction = jnp.where(rising, -1.0, 1.0)
+    t, _ = sample_piecewise(key, table.log_mass, start, direction, table.length, jnp.abs(table.slope))
     return (table.center.astype(jnp.float64) + t) * cfg.unit
 
 
@@ -168,7 +175,29 @@ def _check_median_data(data):
     return data
 
 
-def private_median(key: Key, data, *, epsilon: float, min_density: float, radius: float, median_bound: float,
+def _check_median_domain(lower, upper):
+    """The optional public domain of :func:`private_median`: real ends (infinite allowed), lower < upper."""
+    ends = []
+    for name, value in (("lower", lower), ("upper", upper)):
+        if is_tracer(value):
+            ends.append(value)
+            continue
+        arr = np.asarray(value) if not isinstance(value, (str, bytes)) else None
+        if (arr is None or arr.shape != () or not np.issubdtype(arr.dtype, np.number)
+                or isinstance(value, bool) or np.iscomplexobj(arr)):
+            raise TypeError(f"{name} must be a real number (or +-inf for no bound), got {value!r}.")
+        if np.isnan(arr):
+            raise ValueError(f"{name} must not be NaN; pass a real number, or {'-' if name == 'lower' else ''}inf "
+                             "for no bound.")
+        ends.append(float(arr))
+    lower, upper = ends
+    if not is_tracer(lower) and not is_tracer(upper) and not lower < upper:
+        raise ValueError(f"lower must be < upper, got lower={lower!r}, upper={upper!r}.")
+    return lower, upper
+
+
+def private_median(key: Key, data, *, epsilon: float, lower: float = -math.inf, upper: float = math.inf,
+                   clip: bool = False, min_density: float, radius: float, median_bound: float,
                    constant: float = 6.0, median_index: str = "ceil", grid_resolution: int = 256,
                    max_rows: int = 64) -> Release:
     """Optimal pure-DP median under minimal assumptions (Tzamos et al. 2020, eq. 3.6).
@@ -184,26 +213,30 @@ def private_median(key: Key, data, *, epsilon: float, min_density: float, radius
 
     with :math:`a = Ln/(3C)`, :math:`b = Lrn`, :math:`B = R + 4Cr`. For every data set it is
     :math:`\\varepsilon`-DP under replacement of one record (Prop. A.5, first half; it needs no
-    property of the restricted mechanism). Computed exactly in closed form (spec 003 Sec. 2.6):
+    property of the restricted mechanism). Computed exactly in closed form (Tzamos et al. 2020, eq. (3.6)):
     closed-form TypicalHamming, sub-level hulls, Pareto pruning, min-plus envelope, log-space piece
     sampler. The certified fast path returns the flattened Laplace only when it provably *equals*
-    (3.6); the paper's Case-A shortcut is not used because it is not private (spec Sec. 0, 5.1).
+    (3.6); the paper's Case-A shortcut is not used because it is not private (see docs/errata.md).
 
     Records are snapped to the lattice of spacing ``delta/Q`` (``delta = C/(Ln)``), a record-wise map,
-    so all window and rank comparisons are exact integer comparisons (spec Sec. 5.2). Records far
+    so all window and rank comparisons are exact integer comparisons. Records far
     outside ``[-R, R]`` are legal (the model allows unbounded support); they are clipped to
-    ``R + r/2 + (K+2) delta``, which leaves the output distribution unchanged (spec Sec. 5.3).
+    ``R + r/2 + (K+2) delta``, which leaves the output distribution unchanged.
 
-    Accuracy: the rate of Theorem 3.1 is proved for :math:`C > 104.31` (Lemma B.3; spec Sec. 0
-    item 5) with :math:`\\varepsilon < 1`; privacy holds for every :math:`C > 0` and
+    Accuracy: the rate of Theorem 3.1 is proved for :math:`C > 104.31` (Lemma B.3
+    of the paper) with :math:`\\varepsilon < 1`; privacy holds for every :math:`C > 0` and
     :math:`\\varepsilon > 0`. The default ``C = 6`` is a practical choice (accuracy measured by
-    simulation, ``gpuprivacy reproduce seed003``). Idealized numerics: the log-density is exact up
+    simulation, ``gpuprivacy reproduce tzamos2020-private-median``). Idealized numerics: the log-density is exact up
     to float64 rounding of a continuous function of the (snapped) data.
 
     Args:
       key: a single PRNG key.
       data: vector of n finite real records.
       epsilon: privacy parameter (> 0).
+      lower, upper: an optional public data domain (default ``-inf``/``+inf``: the model needs no
+        bounded domain). With a finite end, records outside ``[lower, upper]`` raise a ValueError
+        unless ``clip=True``, the rule shared by every private median.
+      clip: clamp records outside ``[lower, upper]`` to it instead of raising (a record-wise map).
       min_density: L, a lower bound on the data density on ``[m(D) - r, m(D) + r]``.
       radius: r, the half-width of that window; ``L r <= 1/2``.
       median_bound: R, the population median is assumed in ``[-R, R]``.
@@ -233,6 +266,8 @@ def private_median(key: Key, data, *, epsilon: float, min_density: float, radius
     """
     key = check_key(key)
     data = _check_median_data(data)
+    lower, upper = _check_median_domain(lower, upper)
+    data = check_rows_in_domain(data, lower, upper, clip)
     cfg = median_config(np.shape(data)[0], epsilon=epsilon, min_density=min_density, radius=radius,
                         median_bound=median_bound, constant=constant, median_index=median_index,
                         grid_resolution=grid_resolution, max_rows=max_rows)
@@ -245,7 +280,7 @@ def private_median(key: Key, data, *, epsilon: float, min_density: float, radius
                 f"(ceil(L r n/2) + 1). Use private_median_trials for batches, or call private_median eagerly.")
         value, info = _private_median(key, data, cfg, True)
         return Release(value, info)
-    # Eager: route on the host (spec 2.6.5), so only the kernels this data set needs are compiled.
+    # Eager: route on the host, so only the kernels this data set needs are compiled.
     max_rows, cfg = cfg.max_rows, _kernel_config(cfg)
     s, fast = _snap_and_certify(data[None, :], cfg)
     if bool(fast[0]):
@@ -255,16 +290,34 @@ def private_median(key: Key, data, *, epsilon: float, min_density: float, radius
         value, count, k0 = (a[0] for a in _full_values(key[None], s, cfg, max_rows))
         route = ROUTE_CAPPED
         if int(count) > max_rows:
-            # Overflow route (spec 2.6.5 step 4): the same density with room for every surviving row.
+            # Overflow route: the same density with room for every surviving row.
             value, count, k0 = (a[0] for a in _full_values(key[None], s, cfg, cfg.full_rows))
             route = ROUTE_OVERFLOW
     return Release(value, _info(s[0], jnp.int64(route), jnp.int64(count), jnp.int64(k0), cfg))
 
 
-def private_median_guarantee(*, epsilon: float, **_params) -> PureDP:
-    """Pure epsilon-DP under replacement of one record, for every C > 0 (Prop. A.5, first half)."""
-    from gpuprivacy._checks import check_epsilon
-    return PureDP(epsilon=check_epsilon(epsilon))
+def private_median_guarantee(*, epsilon: float, lower: float = -math.inf, upper: float = math.inf,
+                             clip: bool = False, min_density: float, radius: float, median_bound: float,
+                             constant: float = 6.0, median_index: str = "ceil", grid_resolution: int = 256,
+                             max_rows: int = 64) -> PureDP:
+    """Pure epsilon-DP under replacement of one record, for every C > 0 (Prop. A.5, first half).
+
+    Takes exactly the mechanism's parameters (``private_median_guarantee(**params)``), required
+    where :func:`private_median` requires them, and validates those that do not need ``n``; the
+    guarantee itself depends on ``epsilon`` only.
+    """
+    epsilon = check_epsilon(epsilon)
+    _check_median_domain(lower, upper)
+    check_bool("clip", clip)
+    check_positive("min_density (L)", min_density)
+    check_positive("radius (r)", radius)
+    check_positive("median_bound (R)", median_bound)
+    check_positive("constant (C)", constant)
+    check_int("grid_resolution", grid_resolution, minimum=1)
+    check_int("max_rows", max_rows, minimum=1)
+    if median_index not in ("ceil", "floor"):
+        raise ValueError(f"median_index must be one of ('ceil', 'floor'), got {median_index!r}.")
+    return PureDP(epsilon=epsilon)
 
 
 # --- batched trials with host-side routing --------------------------------------------------------
@@ -307,10 +360,15 @@ class PrivateMedianTrials(NamedTuple):
     fast_path_rate: float
 
 
-def private_median_trials(key: Key, data, *, epsilon: float, min_density: float, radius: float,
-                          median_bound: float, constant: float = 6.0, median_index: str = "ceil",
-                          grid_resolution: int = 256, max_rows: int = 64) -> PrivateMedianTrials:
+def private_median_trials(key: Key, data, *, epsilon: float, lower: float = -math.inf, upper: float = math.inf,
+                          clip: bool = False, min_density: float, radius: float, median_bound: float,
+                          constant: float = 6.0, median_index: str = "ceil", grid_resolution: int = 256,
+                          max_rows: int = 64) -> PrivateMedianTrials:
     """Runs :func:`private_median` on each row of ``data`` [T, n], routing trials on the host.
+
+    Kept for existing scripts; new code can write ``mechanisms.run_trials(median.private_median,
+    key, T, data, batched_args=True, **params)``, which runs this same host-routed driver (the
+    ``run_trials`` hook of :func:`private_median`) and returns a :class:`Release` with the same values.
 
     Trial ``i`` uses ``jax.random.split(key, T)[i]`` and gives exactly the release of
     ``private_median(keys[i], data[i], ...)`` (same routes, same pieces, same draws). Certified
@@ -334,12 +392,30 @@ def private_median_trials(key: Key, data, *, epsilon: float, min_density: float,
     data = check_data(data)
     if data.ndim != 2:
         raise ValueError(f"data must be [num_trials, n], got shape {data.shape}.")
+    num_trials = check_int("num_trials", data.shape[0], minimum=1)
+    keys = jax.random.split(key, num_trials)
+    values, route, rows, distance, fast, _, _ = _host_routed_trials(
+        keys, data, epsilon=epsilon, lower=lower, upper=upper, clip=clip, min_density=min_density, radius=radius,
+        median_bound=median_bound, constant=constant, median_index=median_index, grid_resolution=grid_resolution,
+        max_rows=max_rows)
+    return PrivateMedianTrials(values=values, nonprivate_route=route, nonprivate_num_rows=rows,
+                               nonprivate_distance=distance, overflow_rate=float(np.mean(route == ROUTE_OVERFLOW)),
+                               fast_path_rate=float(np.mean(fast)))
+
+
+def _host_routed_trials(keys, data, *, epsilon, lower=-math.inf, upper=math.inf, clip=False, min_density, radius,
+                        median_bound, constant=6.0, median_index="ceil", grid_resolution=256, max_rows=64):
+    """The batched driver: ``data`` [T, n] (checked finite), ``keys`` [T]; trial i is ``private_median(keys[i], data[i])``.
+
+    Returns ``(values, route, rows, distance, fast, s, cfg)`` as NumPy arrays plus the snapped data and config.
+    """
+    lower, upper = _check_median_domain(lower, upper)
+    data = check_rows_in_domain(data, lower, upper, clip)
     cfg = median_config(data.shape[1], epsilon=epsilon, min_density=min_density, radius=radius,
                         median_bound=median_bound, constant=constant, median_index=median_index,
                         grid_resolution=grid_resolution, max_rows=max_rows)
-    num_trials = check_int("num_trials", data.shape[0], minimum=1)
+    num_trials = data.shape[0]
     max_rows, cfg = cfg.max_rows, _kernel_config(cfg)
-    keys = jax.random.split(key, num_trials)
     s, fast = _snap_and_certify(jnp.asarray(data, jnp.float64), cfg)
     fast = np.asarray(fast)
     values = np.array(_fast_values(keys, s, cfg))
@@ -354,6 +430,33 @@ def private_median_trials(key: Key, data, *, epsilon: float, min_density: float,
         if over.size:
             v, count, k0 = _bucketed_full_values(keys, s, over, cfg, cfg.full_rows)
             values[over], rows[over], distance[over], route[over] = v, count, k0, ROUTE_OVERFLOW
-    return PrivateMedianTrials(values=values, nonprivate_route=route, nonprivate_num_rows=rows,
-                               nonprivate_distance=distance, overflow_rate=float(np.mean(route == ROUTE_OVERFLOW)),
-                               fast_path_rate=float(np.mean(fast)))
+    return values, route, rows, distance, fast, s, cfg
+
+
+def _private_median_run_trials(keys, data, *, batched_args: bool, **params) -> Release:
+    """The ``run_trials`` hook of :func:`private_median` (see :func:`gpuprivacy.mechanisms.batched_trials`).
+
+    ``keys`` are ``jax.random.split(key, num_trials)``; ``data`` is one vector [n] shared by every
+    trial or, with ``batched_args=True``, [num_trials, n]. Runs the host-routed driver of
+    :func:`private_median_trials`, so trial ``i`` is exactly ``private_median(keys[i], data_i, **params)``,
+    and returns a :class:`Release` whose leaves have a leading trials axis.
+    """
+    num_trials = keys.shape[0]
+    data = check_data(data)
+    if batched_args:
+        if data.ndim != 2:
+            raise ValueError(f"data must be [num_trials, n] with batched_args=True, got shape {data.shape}.")
+    else:
+        data = _check_median_data(data)
+        data = np.broadcast_to(data, (num_trials,) + data.shape)
+    values, route, rows, distance, _, s, cfg = _host_routed_trials(keys, data, **params)
+    full = lambda value, dtype: jnp.full((num_trials,), value, dtype)  # noqa: E731
+    info = PrivateMedianInfo(
+        scale=full(cfg.scale, jnp.float64), support=full(cfg.support, jnp.float64),
+        num_windows=full(cfg.num_windows, jnp.int64), nonprivate_route=jnp.asarray(route, jnp.int64),
+        nonprivate_num_rows=jnp.asarray(rows, jnp.int64), nonprivate_distance=jnp.asarray(distance, jnp.int64),
+        nonprivate_median=s[:, cfg.median_index - 1].astype(jnp.float64) * cfg.unit)
+    return Release(jnp.asarray(values, jnp.float64), info)
+
+
+batched_trials(_private_median_run_trials)(private_median)

@@ -41,10 +41,10 @@ from gpuprivacy._checks import (
 from gpuprivacy._config import require_x64
 from gpuprivacy._typing import Array, Key
 from gpuprivacy.accounting import PureDP
+from gpuprivacy._rounding import divide_up
 from gpuprivacy.mechanisms._common import (
     check_bool,
     check_scores,
-    divide_up,
     sanitize,
     unit_noise,
 )

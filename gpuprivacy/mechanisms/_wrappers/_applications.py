@@ -1,4 +1,4 @@
-"""Applications of the privacy wrappers (spec 000 App. A): oracles for average, 1-D convex ERM, edge density.
+"""Applications of the privacy wrappers (Linder et al. 2025, App. A): oracles for average, 1-D convex ERM, edge density.
 
 These are *trusted* helpers that build oracles ``f(rows, valid) -> scalar``
 for :func:`sens_o_matic`, :func:`subset_extension` and the other wrappers.
@@ -117,7 +117,7 @@ def _density(adjacency, valid):
 
 @functools.lru_cache(maxsize=16)
 def induced_subgraph_oracle(graph_fn):
-    """Node privacy (spec 000 APP4): rows ``[id, adjacency row over the public id universe]`` -> induced subgraph.
+    """Node privacy (Linder et al. 2025, Sec. 7): rows ``[id, adjacency row over the public id universe]`` -> induced subgraph.
 
     The (trusted) adapter keeps only the columns of the vertices present in
     the subset, so ``graph_fn(adjacency[cap, cap], valid)`` sees exactly the

@@ -1,4 +1,4 @@
-"""Baselines of spec 000: the Cummings-Durfee Lipschitz extension with Laplace (B2) and white-box Laplace (B4)."""
+"""Baselines of Linder et al. 2025: the Cummings-Durfee Lipschitz extension with Laplace (Table 2) and white-box Laplace (Fact 2.1)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ import jax.numpy as jnp
 
 from gpuprivacy._checks import check_epsilon, check_key, check_positive
 from gpuprivacy._typing import Array, Key
-from gpuprivacy.accounting import PureDP, round_up
+from gpuprivacy._rounding import divide_up
+from gpuprivacy.accounting import PureDP
 from gpuprivacy.mechanisms._release import Release
 from gpuprivacy.mechanisms._wrappers._common import (
     build_cache,
@@ -18,7 +19,7 @@ from gpuprivacy.mechanisms._wrappers._common import (
     sanitise_real,
 )
 from gpuprivacy.noise import laplace
-from gpuprivacy.subsets import _powerset as ps
+from gpuprivacy import subsets as ps
 
 
 class BaselineInfo(NamedTuple):
@@ -29,7 +30,7 @@ class BaselineInfo(NamedTuple):
 
 
 def lipschitz_extension(values: Array, n: int) -> Array:
-    """The level-wise clip on power-set values of f/c (spec 000 B2 [NOTE] construction).
+    """The level-wise clip on power-set values of f/c (our construction of the Table 2 baseline of Linder et al. 2025).
 
     ``F(empty) = f(empty)``; for |s| = t = 1..n:
     ``F(s) = clip(f(s), max_i F(s - i) - 1, min_i F(s - i) + 1)``. F is
@@ -58,12 +59,12 @@ _extension_jit = jax.jit(lipschitz_extension, static_argnums=1)
 def cummings_durfee_guarantee(*, epsilon: float, c: float):
     """(epsilon, 0)-DP for every f: the extension is c-Lipschitz everywhere (CD20)."""
     check_positive("c", c)
-    return PureDP(epsilon=round_up(check_epsilon(epsilon)))
+    return PureDP(epsilon=check_epsilon(epsilon))  # one Laplace, scale divide_up(1, epsilon): exact
 
 
 def cummings_durfee(key: Key, data, *, oracle_fn, c: float, epsilon: float, capacity: int | None = None,
                     max_queries: int | None = None, chunk_size: int | None = None) -> Release:
-    """Cummings-Durfee Lipschitz extension plus Laplace (spec 000 B2; Table 2 row 1), a baseline.
+    """Cummings-Durfee Lipschitz extension plus Laplace (Linder et al. 2025, Table 2 row 1), a baseline.
 
     .. math:: \\text{out} = c\\,(F[f/c](x) + \\mathrm{Lap}(1/\\varepsilon))
 
@@ -96,19 +97,19 @@ def cummings_durfee(key: Key, data, *, oracle_fn, c: float, epsilon: float, capa
                         chunk_size=chunk_size, progress=False, sanitise=lambda v: sanitise_real(v, scale=c),
                         fill=jnp.float64(0.0), regime="powerset")
     extended = _extension_jit(cache.values, n)[(1 << n) - 1]
-    value = c * (extended + laplace(key) / epsilon)
+    value = c * (extended + laplace(key) * divide_up(1, epsilon))
     return Release(value, BaselineInfo(c / epsilon, cache.num_queries))
 
 
 def white_box_laplace_guarantee(*, epsilon: float, sensitivity: float):
     """(epsilon, 0)-DP **if** ``sensitivity`` is the true global sensitivity of f (Fact 2.1)."""
     check_positive("sensitivity", sensitivity)
-    return PureDP(epsilon=round_up(check_epsilon(epsilon)))
+    return PureDP(epsilon=check_epsilon(epsilon))  # one Laplace, scale divide_up(1, epsilon): exact
 
 
 def white_box_laplace(key: Key, data, *, oracle_fn, sensitivity: float, epsilon: float,
                       capacity: int | None = None) -> Release:
-    """White-box Laplace: ``f(x) + Lap(sensitivity/epsilon)`` (Fact 2.1; spec 000 B4), the accuracy reference.
+    """White-box Laplace: ``f(x) + Lap(sensitivity/epsilon)`` (Linder et al. 2025, Fact 2.1), the accuracy reference.
 
     .. math:: \\text{out} = f(x) + \\mathrm{Lap}(\\Delta/\\varepsilon)
 
@@ -135,5 +136,5 @@ def white_box_laplace(key: Key, data, *, oracle_fn, sensitivity: float, epsilon:
     cache = build_cache(oracle_fn, data, depth=0, cap=0, capacity=capacity, max_queries=1, chunk_size=None,
                         progress=False, sanitise=lambda v: sanitise_real(v, scale=sensitivity),
                         fill=jnp.float64(0.0), regime="levels")
-    value = sensitivity * (cache.values[0][0] + laplace(key) / epsilon)
+    value = sensitivity * (cache.values[0][0] + laplace(key) * divide_up(1, epsilon))
     return Release(value, BaselineInfo(sensitivity / epsilon, cache.num_queries))

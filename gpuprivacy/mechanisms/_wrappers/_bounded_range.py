@@ -1,6 +1,6 @@
 """Bounded-range wrappers: Small-Diameter Subset Extension, the Lipschitz filter, Double-Monotonization.
 
-Spec 000 A4 (Algorithm 4, Thm C.1), Cor C.2, A5 (Algorithm 5, Thm D.1).
+Linder et al. 2025, Algorithm 4 (Thm C.1), Cor C.2, Algorithm 5 (Thm D.1).
 Oracle values are clamped to [0, r] (NaN -> 0), divided by c and rounded to
 the dyadic grid 2**-20 (post-processing, P2/N2).
 """
@@ -24,7 +24,9 @@ from gpuprivacy._checks import (
     check_probability,
 )
 from gpuprivacy._typing import Array, Key
-from gpuprivacy.accounting import ApproxDP, PureDP, round_up
+from gpuprivacy._rounding import divide_up, float_up
+from gpuprivacy.accounting import ApproxDP, PureDP
+from gpuprivacy.mechanisms._piecewise_sampler import sample_piecewise
 from gpuprivacy.mechanisms._release import Release
 from gpuprivacy.mechanisms._wrappers._common import (
     NONRESPONSE,
@@ -34,15 +36,14 @@ from gpuprivacy.mechanisms._wrappers._common import (
     clamp_int,
     closure_max_level_min,
     concrete_int,
-    float_up,
     laplace_cdf_mp,
     plan_cap,
     run_on_cache,
     sanitise_real,
 )
 from gpuprivacy.mechanisms._wrappers._subset_extension import stability_floor
-from gpuprivacy.noise import gumbel, laplace
-from gpuprivacy.subsets import _powerset as ps
+from gpuprivacy.noise import laplace
+from gpuprivacy import subsets as ps
 
 
 class SmallDiameterInfo(NamedTuple):
@@ -93,11 +94,11 @@ def small_diameter_tau(*, r: float, c: float) -> int:
 def small_diameter_subset_extension_guarantee(*, epsilon: float, r: float, c: float):
     """(epsilon, 0)-DP for every f: ``2 P_tau`` has sensitivity <= 2(4 + 3 r/(c tau)) <= 10 (Lemma C.4)."""
     _check_range(r, c)
-    return PureDP(epsilon=round_up(check_epsilon(epsilon)))
+    return PureDP(epsilon=check_epsilon(epsilon))  # one Laplace, scale divide_up(10, epsilon): exact
 
 
 def _proxy_p(values: Array, n: int, tau: int) -> Array:
-    """``P_tau[f'](x)`` on power-set values of f' (spec 000 §2.9), exact averages over tau+1 integers."""
+    """``P_tau[f'](x)`` on power-set values of f' (Linder et al. 2025, Def C.2), exact averages over tau+1 integers."""
     sizes = jnp.asarray(ps.popcounts(n))
     psi = stability_floor(values, n, max(n - 2 * tau, 0))
     total = jnp.float64(0.0)
@@ -177,7 +178,7 @@ _proxy_p_jit = proxy_p
 @functools.partial(jax.jit, static_argnums=(2, 3, 4, 5))
 def _small_diameter_release(key, values, n, tau, epsilon, c):
     centre = 2 * _proxy_p(values, n, tau) - 1.5 * tau
-    return c * (centre + laplace(key) * (10.0 / epsilon))
+    return c * (centre + laplace(key) * divide_up(10, epsilon))  # epsilon is static (concrete)
 
 
 def lipschitz_filter(data, *, oracle_fn, r: float, c: float, capacity: int | None = None,
@@ -242,23 +243,25 @@ def double_monotonization_guarantee(*, epsilon: float, r: float, c: float, beta:
     """(epsilon, 0)-DP for every f (Thm D.1); (epsilon, e^epsilon p) with a public depth cap."""
     epsilon = check_epsilon(epsilon)
     tau = double_monotonization_tau(r=r, c=c, epsilon=epsilon, beta=beta)
+    # epsilon/2 (Laplace level noise, scale divide_up(2, epsilon)) + epsilon/2 (exponential mechanism): exact.
     if max_depth is None:
-        return PureDP(epsilon=round_up(epsilon))
+        return PureDP(epsilon=epsilon)
     delta = double_monotonization_cap_delta(epsilon=epsilon, beta=beta, tau=tau,
                                             max_depth=check_int("max_depth", max_depth, minimum=0))
     if delta >= 1.0:
         raise ValueError(f"max_depth={max_depth} is too small: the cap's delta is >= 1.")
-    return ApproxDP(epsilon=round_up(epsilon), delta=delta)
+    return ApproxDP(epsilon=epsilon, delta=delta)
 
 
 def median_exponential_mechanism(key, values: Array, *, epsilon: float, lower: float, upper: float) -> Array:
     """MedianExpMech (App D.2): a in [lower, upper] with density ~ exp(-(epsilon/2) score(a)).
 
     ``score(a) = max(0, L(a) - floor(m/2), G(a) - floor(m/2))`` with
-    ``L = #{y_i < a}``, ``G = #{y_i > a}`` (spec 000 §2.11). The density is
+    ``L = #{y_i < a}``, ``G = #{y_i > a}`` (Linder et al. 2025, App. D.2). The density is
     piecewise constant; pick a piece with probability ~ |I| exp(-epsilon s/2)
-    (Gumbel-max in log space; zero-length pieces get -inf), then a uniform
-    point in it. Idealized numerics.
+    (log-space inverse CDF; zero-length pieces get -inf), then a uniform
+    point in it, by the shared sampler
+    :func:`gpuprivacy.mechanisms._piecewise_sampler.sample_piecewise`. Idealized numerics.
     """
     m = values.shape[0]
     points = jnp.sort(jnp.concatenate([jnp.clip(values, lower, upper), jnp.asarray([lower, upper])]))
@@ -270,13 +273,12 @@ def median_exponential_mechanism(key, values: Array, *, epsilon: float, lower: f
     score = jnp.maximum(0, jnp.maximum(less - half, greater - half)).astype(jnp.float64)
     length = right - left
     logits = jnp.where(length > 0, jnp.log(jnp.where(length > 0, length, 1.0)) - (epsilon / 2) * score, -jnp.inf)
-    piece_key, point_key = jax.random.split(key)
-    piece = jnp.argmax(logits + gumbel(piece_key, logits.shape))
-    return left[piece] + jax.random.uniform(point_key, dtype=jnp.float64) * length[piece]
+    value, _ = sample_piecewise(key, logits, left, jnp.ones_like(left), length, jnp.zeros_like(left))
+    return value
 
 
 def _dm_noise(key, epsilon):
-    return laplace(key) * (2.0 / epsilon)
+    return laplace(key) * divide_up(2, epsilon)  # scale >= 2/epsilon
 
 
 def double_monotonization(key: Key, data, *, oracle_fn, r: float, c: float, epsilon: float, beta: float,

@@ -1,12 +1,12 @@
 """Shared pieces of the seed-000 privacy wrappers: sanitising untrusted values, the value cache, BOT.
 
-Spec 000 §3 skeleton: (1) sample the level noise (it needs only |x|), (2)
+The common skeleton of the wrappers of Linder et al. 2025: (1) sample the level noise (it needs only |x|), (2)
 evaluate f once on every subset of size >= max(l, 0), (3) sweep, (4) sample
 the output noise. Step (2) goes through :func:`gpuprivacy.oracle.evaluate`
 (the oracle sees only gathered rows, P1); every later step reads the cache,
 so each subset is queried exactly once per release.
 
-Per-query sanitisation (spec 000 P2, N2) is post-processing of f and costs
+Per-query sanitisation is post-processing of f and costs
 no privacy: it is deterministic, per value, and documented per wrapper:
 
 * finite range Y (Sens-o-Matic, Shifted Inverse): round to the nearest grid
@@ -29,7 +29,7 @@ import mpmath
 import numpy as np
 
 from gpuprivacy._checks import check_data, check_int, check_real_array, is_tracer
-from gpuprivacy.oracle._levels import (
+from gpuprivacy.oracle import (
     DEFAULT_MAX_QUERIES,
     check_capacity,
     evaluate_levels,
@@ -37,7 +37,7 @@ from gpuprivacy.oracle._levels import (
     split_levels,
     to_powerset,
 )
-from gpuprivacy.subsets import _powerset as ps
+from gpuprivacy import subsets as ps
 
 NONRESPONSE = float("nan")
 """The nonresponse symbol BOT (the paper's perp) as a release value; ``info.nonresponse`` is True."""
@@ -48,7 +48,7 @@ _INT_LIMIT = 1 << 40
 
 
 def check_grid(grid) -> np.ndarray:
-    """A finite, sorted, duplicate-free range Y with at least 2 points (spec 000 P3)."""
+    """A finite, sorted, duplicate-free range Y with at least 2 points (Linder et al. 2025, Thm 3.1)."""
     y = check_real_array(grid, "grid")
     if y.ndim != 1:
         raise ValueError(f"grid must be a 1-D array of candidate outputs, got shape {y.shape}.")
@@ -90,19 +90,8 @@ def laplace_cdf_mp(t, scale):
     return mpmath.exp(t / scale) / 2 if t < 0 else 1 - mpmath.exp(-t / scale) / 2
 
 
-def float_up(value) -> float:
-    """An mpmath value rounded up to a float."""
-    out = float(value)
-    return out if out >= value else math.nextafter(out, math.inf)
-
-
-def float_down(value) -> float:
-    out = float(value)
-    return out if out <= value else math.nextafter(out, -math.inf)
-
-
 class Cache(NamedTuple):
-    """The cached oracle values of one release, in one of the two layouts of spec 000 §4.3.
+    """The cached oracle values of one release, in one of our two layouts (whole power set or top levels).
 
     ``kind == "powerset"``: ``values[2**n]`` by KEEP bitmask (entries deeper than
     ``depth`` hold a fill and are never read unmasked). ``kind == "levels"``:
@@ -146,7 +135,7 @@ def build_cache(oracle_fn, data: np.ndarray, *, depth: int, cap: int, capacity, 
     depth = min(depth, n)
     kind = regime or ("powerset" if use_powerset(n, cap) else "levels")
     if kind == "powerset" and depth == n:
-        # Whole power set: the fast evaluator, indexed by canonical bitmask (spec 000 §4.3 regime A).
+        # Whole power set: the fast evaluator, indexed by canonical bitmask (regime A).
         raw = evaluate_powerset(oracle_fn, data, capacity=capacity, max_queries=max_queries,
                                 verify_determinism=verify_determinism, progress=progress)
         return Cache("powerset", n, depth, sanitise(raw), (), int(raw.shape[0]))
@@ -183,7 +172,7 @@ def closure_max_level_min(cache: Cache, low: jax.Array, base, floor_value, num_l
     """Per-level minima of the closure max ``M_l``, for removal depths 0..num_levels-1.
 
     ``base`` maps (values, sizes) to the per-subset value fed to the closure;
-    subsets with size < ``low`` get ``floor_value`` (spec 000 §2.2 and Def D.1),
+    subsets with size < ``low`` get ``floor_value`` (Linder et al. 2025, Def 3.2 and Def D.1),
     so the result is right for any traced ``low``. Depths beyond n get
     ``empty_value``; depths beyond the evaluated ones but <= n are below
     ``low`` whenever the release is not BOT, so they get ``floor_value``.

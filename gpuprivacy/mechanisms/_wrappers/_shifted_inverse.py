@@ -1,4 +1,4 @@
-"""Shifted Inverse (promise: monotone f) and Sens-o-Matic (every f), spec 000 A1-A2.
+"""Shifted Inverse (promise: monotone f) and Sens-o-Matic (every f), Linder et al. 2025, Lemma 3.2, Algorithm 1, Thm 3.1.
 
 Linder, Raskhodnikova, Smith & Steinke, *Privately Evaluating Untrusted
 Black-Box Functions*, Lemma 3.2 (ShI, after Fang, Dong & Yi 2022) and
@@ -17,7 +17,8 @@ import numpy as np
 
 from gpuprivacy._checks import check_epsilon, check_int, check_key, check_probability
 from gpuprivacy._typing import Array, Key
-from gpuprivacy.accounting import ApproxDP, PureDP, round_up
+from gpuprivacy._rounding import divide_up, float_up
+from gpuprivacy.accounting import ApproxDP, PureDP
 from gpuprivacy.mechanisms._release import Release
 from gpuprivacy.mechanisms._wrappers._common import (
     NONRESPONSE,
@@ -28,14 +29,13 @@ from gpuprivacy.mechanisms._wrappers._common import (
     clamp_int,
     closure_max_level_min,
     concrete_int,
-    float_up,
     laplace_cdf_mp,
     plan_cap,
     round_to_grid,
     run_on_cache,
 )
 from gpuprivacy.noise import gumbel, laplace
-from gpuprivacy.subsets._powerset import plan_queries
+from gpuprivacy.subsets import plan_queries
 
 
 class ShiftedInverseInfo(NamedTuple):
@@ -56,7 +56,7 @@ class SensOMaticInfo(NamedTuple):
     """Info of :func:`sens_o_matic`.
 
     Attributes:
-      level: the released level ``l = floor(|x| - 3 lam/4 + Lap(2/epsilon))`` (accounted, spec 000 P5).
+      level: the released level ``l = floor(|x| - 3 lam/4 + Lap(2/epsilon))`` (accounted, Linder et al. 2025, Algorithm 1).
       nonresponse: True iff the release is BOT (only with a public ``max_depth`` cap).
       index: grid index of the released value (-1 for BOT).
       shifted_inverse_depth: the public depth lamS of the inner Shifted Inverse.
@@ -73,7 +73,7 @@ class SensOMaticInfo(NamedTuple):
 
 
 def shifted_inverse_depth(*, epsilon: float, beta: float, grid_size: int) -> int:
-    """lam_ShI: the smallest integer with ``lam + 1 > (4/epsilon) ln(k/beta)`` (spec 000 A1; mpmath).
+    """lam_ShI: the smallest integer with ``lam + 1 > (4/epsilon) ln(k/beta)`` (Linder et al. 2025, Lemma 3.2; mpmath).
 
     Examples:
       >>> shifted_inverse_depth(epsilon=0.5, beta=0.025, grid_size=2**8)  # Sens-o-Matic eps=1, beta=0.05
@@ -89,7 +89,7 @@ def shifted_inverse_depth(*, epsilon: float, beta: float, grid_size: int) -> int
 
 
 def sens_o_matic_depths(*, epsilon: float, beta: float, grid_size: int) -> tuple[int, int]:
-    """``(lamS, lam)`` of Algorithm 1: ``lamS = lam_ShI(epsilon/2, beta/2, k)``, ``lam = 2 lamS`` (spec 000 §5.2).
+    """``(lamS, lam)`` of Algorithm 1: ``lamS = lam_ShI(epsilon/2, beta/2, k)``, ``lam = 2 lamS`` (Linder et al. 2025, Algorithm 1).
 
     Examples:
       >>> sens_o_matic_depths(epsilon=1.0, beta=0.05, grid_size=2**16)
@@ -101,7 +101,7 @@ def sens_o_matic_depths(*, epsilon: float, beta: float, grid_size: int) -> tuple
 
 
 def sens_o_matic_cap_delta(*, epsilon: float, beta: float, grid_size: int, max_depth: int) -> float:
-    """delta of the depth cap: ``e^epsilon * P(D > max_depth)`` with ``D = ceil(3 lam/4 - Z)`` (spec 000 P6(c)).
+    """delta of the depth cap: ``e^epsilon * P(D > max_depth)`` with ``D = ceil(3 lam/4 - Z)`` (see docs/errata.md).
 
     ``ceil(a) > m`` iff ``a > m`` for an integer m, so
     ``P(D > m) = P(Z < 3 lam/4 - m) = F_Lap(2/epsilon)(3 lam/4 - m)``; mpmath, rounded up.
@@ -123,18 +123,20 @@ def sens_o_matic_guarantee(*, epsilon: float, beta: float, grid_size: int, max_d
     epsilon = check_epsilon(epsilon)
     check_probability("beta", beta)
     check_int("grid_size", grid_size, minimum=2)
+    # epsilon/2 (the level, Laplace scale divide_up(2, epsilon) >= 2/epsilon) + epsilon/2 (ShI): the halves
+    # are exact, so the guarantee is exactly the user's epsilon (gpuprivacy._rounding contract).
     if max_depth is None:
-        return PureDP(epsilon=round_up(epsilon))
+        return PureDP(epsilon=epsilon)
     delta = sens_o_matic_cap_delta(epsilon=epsilon, beta=beta, grid_size=grid_size, max_depth=max_depth)
     if delta >= 1.0:
         raise ValueError(f"max_depth={max_depth} is so small that the cap's delta = e^epsilon P(D > max_depth) "
                          "is >= 1; raise max_depth (delta falls by e^(-epsilon/2) per extra level).")
-    return ApproxDP(epsilon=round_up(epsilon), delta=delta)
+    return ApproxDP(epsilon=epsilon, delta=delta)
 
 
 def shifted_inverse_guarantee(*, epsilon: float):
     """(epsilon, 0)-DP, **only if the oracle is monotone** (Lemma 3.2 / 3.4); not a privacy wrapper."""
-    return PureDP(epsilon=round_up(check_epsilon(epsilon)))
+    return PureDP(epsilon=check_epsilon(epsilon))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -146,7 +148,7 @@ def shifted_inverse_select(key, minima: Array, *, grid_size: int, epsilon: float
     ``L_j = min({d : G_d <= j} u {lam+1})`` equals the number of d with
     ``P_d > j`` for the prefix minima P (nonincreasing), ``L_{-1} = lam + 1``
     encodes g(x, 0) = 0, ``score_j = min(lam + 1 - L_j, L_{j-1})`` in
-    {0..lam+1} and ``Pr[j] ~ exp((epsilon/2) score_j)`` (spec 000 A1, P9);
+    {0..lam+1} and ``Pr[j] ~ exp((epsilon/2) score_j)`` (Linder et al. 2025, Lemma 3.2);
     sampled by Gumbel-max in log space (idealized numerics).
     """
     lam = minima.shape[0] - 1
@@ -170,9 +172,10 @@ def shifted_inverse_scores(minima: np.ndarray, grid_size: int) -> np.ndarray:
 
 
 @functools.partial(jax.jit, static_argnums=(1, 2))
-def _som_depth(key, lam: int, epsilon: float):
-    # D = |x| - l = ceil(3 lam/4 - Z), Z ~ Lap(2/epsilon): a function of the noise only (spec 000 A2).
-    z = laplace(key) * (2.0 / epsilon)
+def _som_depth(key, lam: int, scale: float):
+    # scale = divide_up(2, epsilon) >= 2/epsilon, so the level costs at most epsilon/2.
+    # D = |x| - l = ceil(3 lam/4 - Z), Z ~ Lap(2/epsilon): a function of the noise only (Linder et al. 2025, Algorithm 1, Thm 3.1).
+    z = laplace(key) * scale
     return clamp_int(jnp.ceil(0.75 * lam - z))
 
 
@@ -203,7 +206,7 @@ def sens_o_matic(key: Key, data, *, oracle_fn, grid, epsilon: float, beta: float
     (values rounded to the grid). The depth ``D = |x| - l`` depends on the noise
     only; the query set is every subset of size >= max(l, 0), ``Q(n, D)`` queries.
 
-    Depth cap (spec 000 P6): capping D breaks pure DP. Without ``max_depth``
+    Depth cap (see docs/errata.md): capping D breaks pure DP. Without ``max_depth``
     the planner requires the power set, ``2**n <= max_queries``. With a public
     ``max_depth`` the release is BOT whenever D > max_depth, an event of the
     noise alone with probability p, and the guarantee becomes
@@ -260,7 +263,7 @@ def sens_o_matic(key: Key, data, *, oracle_fn, grid, epsilon: float, beta: float
     cap = plan_cap(n, max_depth)
     plan_queries(n, cap, max_queries=max_queries, what="sens_o_matic")  # before any noise (P6)
     level_key, out_key = jax.random.split(key)
-    depth = _som_depth(level_key, lam, epsilon)
+    depth = _som_depth(level_key, lam, divide_up(2, epsilon))
     concrete = concrete_int(depth)
     grid_device = jnp.asarray(y)
     if concrete is not None and max_depth is not None and concrete > max_depth:
@@ -289,7 +292,7 @@ def shifted_inverse(key: Key, data, *, oracle_fn, grid, epsilon: float, beta: fl
         L_j = \\min(\\{d \\le \\lambda : G_d \\le y_j\\} \\cup \\{\\lambda+1\\}),\\quad
         \\Pr[j] \\propto \\exp\\big(\\tfrac{\\varepsilon}{2}\\min(\\lambda+1-L_j,\\ L_{j-1})\\big).
 
-    This is NOT a privacy wrapper (spec 000 P4): for a non-monotone f the
+    This is NOT a privacy wrapper (Linder et al. 2025, Sec. 3.1): for a non-monotone f the
     scores can move by more than one between neighbours and epsilon-DP fails
     (the tests show a breach). Use :func:`sens_o_matic` for untrusted f. With
     probability >= 1 - beta, ``f(x) - DS_lam(x) <= out <= f(x)`` (one-sided).

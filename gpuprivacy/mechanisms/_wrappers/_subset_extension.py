@@ -1,6 +1,6 @@
-"""Subset-Extension (Algorithm 2, Thm 4.1) and modified TAHOE (Algorithm 3, Prop B.1), spec 000 A3/B1.
+"""Subset-Extension (Algorithm 2, Thm 4.1) and modified TAHOE (Algorithm 3, Prop B.1), Linder et al. 2025, Algorithms 2-3.
 
-Both use f-stability (spec 000 §2.5-2.6, erratum 4): with the stability
+Both use f-stability (Linder et al. 2025, Defs 4.1-4.2; see docs/errata.md): with the stability
 floor ``psi(u)`` (the largest |z| of a bad edge ``|f'(z+i) - f'(z)| > 1``
 inside u, restricted to |z| >= L_min), u is l-stable iff ``|u| >= l`` and
 ``psi(u) < l``. One SOS sweep computes psi for every subset (regime A).
@@ -33,7 +33,8 @@ from gpuprivacy._checks import (
     check_positive,
 )
 from gpuprivacy._typing import Array, Key
-from gpuprivacy.accounting import ApproxDP, round_up
+from gpuprivacy._rounding import float_up, round_up
+from gpuprivacy.accounting import ApproxDP
 from gpuprivacy.mechanisms._release import Release
 from gpuprivacy.mechanisms._wrappers._common import (
     NONRESPONSE,
@@ -41,12 +42,11 @@ from gpuprivacy.mechanisms._wrappers._common import (
     check_common,
     clamp_int,
     concrete_int,
-    float_up,
     run_on_cache,
     sanitise_real,
 )
 from gpuprivacy.noise import laplace, truncated_laplace
-from gpuprivacy.subsets import _powerset as ps
+from gpuprivacy import subsets as ps
 
 SUBSET_EXTENSION_Q = 20
 _NO_BAD_EDGE = -(1 << 30)
@@ -95,6 +95,8 @@ def subset_extension_tau(*, epsilon: float, delta: float) -> int:
 
 def subset_extension_guarantee(*, epsilon: float, delta: float):
     """(epsilon, delta)-DP for every f and c: 3 x eps0 and 2 x delta0 (Thm 4.1)."""
+    # Computed, not exact: three eps0 = epsilon/3 shares and float noise scales 1/eps0 inside the kernels;
+    # one ulp covers the float error (gpuprivacy._rounding.round_up).
     return ApproxDP(epsilon=round_up(check_epsilon(epsilon)), delta=check_delta(delta))
 
 
@@ -114,11 +116,13 @@ def tahoe_tau(*, epsilon: float, delta: float) -> float:
 
 def tahoe_guarantee(*, epsilon: float, delta: float):
     """(3 eps0, 3 e^eps0 delta0) = (epsilon, delta) (Prop B.1)."""
+    # Computed, not exact: three eps0 = epsilon/3 shares and float noise scales 1/eps0 inside the kernels;
+    # one ulp covers the float error (gpuprivacy._rounding.round_up).
     return ApproxDP(epsilon=round_up(check_epsilon(epsilon)), delta=check_delta(delta))
 
 
 def stability_floor(values: Array, n: int, lowest_level) -> Array:
-    """psi(u) for every bitmask u: the largest |z| of a bad edge inside u with |z| >= lowest_level (spec 000 §2.5)."""
+    """psi(u) for every bitmask u: the largest |z| of a bad edge inside u with |z| >= lowest_level (Linder et al. 2025, Defs 4.1-4.2)."""
     sizes = jnp.asarray(ps.popcounts(n))
     bad = ps.bit_neighbours_differ(values, n, 1.0) & (sizes - 1 >= lowest_level)
     return ps.subset_max(jnp.where(bad, sizes - 1, _NO_BAD_EDGE), n)
@@ -131,7 +135,7 @@ def _check_claim(c, data_n):
     if data_n > ps.POWERSET_MAX_N:
         raise ValueError(f"the stability-based wrappers run on the full power set (regime A), n <= "
                          f"{ps.POWERSET_MAX_N}; got n = {data_n}. (With the paper's constants their depth is >= "
-                         "19 tau, so larger n is infeasible anyway, spec 000 §4.2.)")
+                         "19 tau, so larger n is infeasible anyway, Linder et al. 2025, Sec. 6.)")
     return c
 
 
@@ -143,7 +147,7 @@ def _se_depth(key, *, tau, eps0, q):
 
 
 def proxy_t(values: Array, n: int, low, tau: int):
-    """``(T_{l,tau}[f'](x) - |x|/2, m_l(x))`` on power-set values of f' (Def 4.4; spec 000 §2.8).
+    """``(T_{l,tau}[f'](x) - |x|/2, m_l(x))`` on power-set values of f' (Linder et al. 2025, Def 4.4).
 
     T averages ``S_h = max{C[f'](u) : u l-stable, |u| >= max(h, l)}`` exactly over
     h in {m - tau..m}; computed with the shift ``C'(u) = C[f'](u) - |x|/2`` (N1).

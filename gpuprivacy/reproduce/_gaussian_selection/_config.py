@@ -34,7 +34,7 @@ def gaussian_selection_config(*, quick: bool = False) -> dict:
     1,000 RNM trials, 50 sparse-vector runs, the paper's grids); quick mode
     keeps every part but shrinks grids, trials and runs so that the whole
     study runs in well under a minute on two CPU cores. Quick mode keeps
-    every grid point that has a reference value in spec 004 (Secs 5.3-5.6).
+    every grid point that has one of our reference values.
 
     Args:
       quick: the reduced smoke-test configuration.
@@ -49,12 +49,12 @@ def gaussian_selection_config(*, quick: bool = False) -> dict:
         "sensitivity": 1e-3, "delta": 1e-5, "lower": 0.0, "upper": 1.0,
         "thresholds": [0.5, 0.65, 0.75],
         # Paper Fig. 1: sigma in linspace(0.2, 0.3, 20), t in linspace(50, 3, 20, int); sigmaX = sigma,
-        # sigmaZ = sqrt(3) sigma (spec 5.2).
+        # sigmaZ = sqrt(3) sigma.
         "heatmap_sigmas": [round(float(s), 12) for s in np.linspace(0.2, 0.3, 6 if quick else 20)],
         "heatmap_times": [int(t) for t in np.linspace(50, 3, 20).astype(int)],
         "curve_sigmas": [0.2, 0.3],
         "curve_max_time": 200,
-        # All-zero stream (spec 4.5); 1000 steps instead of the notebook's 200, so that every
+        # All-zero stream; 1000 steps instead of the notebook's 200, so that every
         # 80th percentile is observed (rho = 0.75, sigma = 0.2 has p80 = 207).
         "simulation_stream_length": 1000,
         "simulation_trials": 2000 if quick else 10_000,
@@ -110,7 +110,7 @@ def gaussian_selection_config(*, quick: bool = False) -> dict:
         ],
     }
     energy = {
-        # Spec 004 Sec. 5.1 synthetic stand-ins: x_{u,t} = exp(mu_u + A cos(2 pi (t - t_peak)/365.25)
+        # Synthetic stand-ins for the energy data of Lebensold et al. 2024, Sec. 4: x_{u,t} = exp(mu_u + A cos(2 pi (t - t_peak)/365.25)
         # + w_dow(t) + e_{u,t}), mu_u ~ N(log 9, 0.5^2), A = 0.25, w ~ N(0, 0.05^2), e ~ N(0, 0.3^2),
         # clipped to a public cap B; q_t = mean_u x_{u,t} / B.
         "lcl-synthetic": {"num_users": 5564, "num_days": 829, "seed": SEED + 1, "peak_day": 53,

@@ -1,4 +1,4 @@
-"""Study "lebensold2024-gaussian-selection": the reference values of spec 004 and the comparison rows."""
+"""Study "lebensold2024-gaussian-selection": our reference values and the comparison rows."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 
 # ---------------------------------------------------------------------------------------------
-# Reference values of spec 004 and the comparison rows.
+# Reference values (our recomputations and reproductions) and the comparison rows.
 
 
 def decimals(text: str) -> int:
@@ -16,9 +16,9 @@ def decimals(text: str) -> int:
 
 def compare(rows: list, quantity: str, section: str, ours, spec, *, tolerance: float | None = None,
              note: str = "") -> None:
-    """Appends one ours-vs-spec row. ``spec`` is the string printed in the spec.
+    """Appends one ours-vs-reference row. ``spec`` is the reference value as a printed string.
 
-    Without ``tolerance`` the spec value is taken as rounded to its printed digits, so the
+    Without ``tolerance`` the reference value is taken as rounded to its printed digits, so the
     row is "ok" when ours rounds to it (half a unit in the last place). Integers must match.
     """
     spec_value = float(spec)
@@ -35,7 +35,7 @@ def compare(rows: list, quantity: str, section: str, ours, spec, *, tolerance: f
                  "status": "ok" if diff <= tolerance else "differs", "note": note})
 
 
-# Spec 004 Sec. 5.3 (Fig. 7 grid; Delta = 1e-3, [0, 1], delta = 1e-5).
+# Our reference recomputation (Lebensold et al. 2024, Fig. 7 grid; Delta = 1e-3, [0, 1], delta = 1e-5).
 SPEC_FIG7 = {
     "pure": {
         0.1: "0.20405 0.21492 0.22434 0.23183 0.23814 0.24370 0.24868 0.25323",
@@ -63,7 +63,7 @@ SPEC_FIG7 = {
     },
 }
 SPEC_FIG3 = "0.12594 0.17443 0.22036 0.26614 0.30067 0.33636 0.35867 0.37829 0.40127 0.41699"
-# Spec 004 Sec. 5.4, Fig. 2 grid (sigmaX = 0.15, sigmaZ = sqrt(3) 0.15, Delta = 1e-3), rho = 0.0, ..., 1.0.
+# Our reference recomputation, Lebensold et al. 2024, Fig. 2 grid (sigmaX = 0.15, sigmaZ = sqrt(3) 0.15, Delta = 1e-3), rho = 0.0, ..., 1.0.
 SPEC_FIG2 = {
     1: "0.00266 0.00340 0.00421 0.00508 0.00599 0.00693 0.00791 0.00890 0.00991 0.01094 0.01198",
     2: "0.01819 0.01804 0.01793 0.01785 0.01781 0.01779 0.01781 0.01785 0.01793 0.01804 0.01819",
@@ -77,14 +77,14 @@ SPEC_FIG2 = {
 SPEC_NO_TOP = {1: "0.00693", 5: "0.01909", 20: "0.03087", 100: "0.04158"}  # rho = 0.5
 SPEC_GROWTH = {1000: "0.10867", 10_000: "0.12341", 100_000: "0.13544", 1_000_000: "0.14584",
                100_000_000: "0.16362"}  # rho = 0.3
-# Spec 004 Sec. 5.4, Fig. 1 grid: (rho, sigma) -> ex-ante BBGHS, t*, median, p80 (None: "> 200").
+# Our reference recomputation, Lebensold et al. 2024, Fig. 1 grid: (rho, sigma) -> ex-ante BBGHS, t*, median, p80 (None: "> 200").
 SPEC_FIG1 = {
     (0.5, 0.2): ("0.0421", 29, 9, 33), (0.5, 0.3): ("0.0247", 37, 4, 13),
     (0.65, 0.2): ("0.0465", 66, 22, 94), (0.65, 0.3): ("0.0263", 65, 7, 22),
     (0.75, 0.2): ("0.0496", 137, 43, None), (0.75, 0.3): ("0.0275", 102, 9, 33),
 }
 SPEC_FIG1_EXPOST = {50: "0.0469", 30: "0.0423", 10: "0.0305", 3: "0.0156"}  # sigma = 0.2, rho = 0.5
-# Spec 004 Sec. 5.5 (UCI Bikes offline RNM; accuracies carry MC noise of about +-0.004).
+# Our own reproduction (UCI Bikes offline RNM; accuracies carry MC noise of about +-0.004).
 SPEC_BIKES_RNM = {
     365: {0.02: ("0.7413", "0.4821", "0.986"), 0.05: ("0.1265", "0.1776", "0.96"),
           0.1: ("0.0353", "0.0832", "0.93"), 0.15: ("0.0174", "0.0533", "0.912"),
@@ -97,7 +97,7 @@ SPEC_BIKES_UNIFORM = {365: "0.7285", 90: "0.8662"}
 SPEC_BIKES_EQUAL_EPSILON = {"laplace_standard": "0.995", "exponential_mechanism": "0.994",
                             "permute_and_flip": "0.997", "gaussian": "0.93", "laplace_post_processing": "0.740"}
 SPEC_RNM_MC_NOISE = 0.004
-# Spec 004 Sec. 5.6 (UCI Bikes FSRC; "indicative").
+# Our own reproduction (UCI Bikes FSRC; "indicative").
 SPEC_BIKES_FSRC = {
     0.09: {"epsilon_max": "0.0239", "tops": "276", "fsrc_spend": "1.42", "whitehouse_style": "1.75",
            "basic": "6.58", "f1": "0.76"},

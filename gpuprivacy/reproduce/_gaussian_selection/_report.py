@@ -64,11 +64,11 @@ def _comparison_lines(comparisons: list[dict]) -> list[str]:
     def line(row):
         rel = "–" if row["rel_diff"] is None else f"{row['rel_diff']:.1e}"
         diff = "–" if row["abs_diff"] is None else f"{row['abs_diff']:.1e}"
-        return [row["quantity"], f"§{row['section']}", row["spec"], ours(row), diff, rel,
+        return [row["quantity"], row["section"], row["spec"], ours(row), diff, rel,
                 f"{row['tolerance']:.1e}" if row["tolerance"] is not None else "–", status(row) +
                 (f" ({row['note']})" if row["note"] else "")]
 
-    header = ["quantity", "spec", "spec value", "ours", "abs diff", "rel diff", "tolerance", "status"]
+    header = ["quantity", "where in the paper", "reference value", "ours", "abs diff", "rel diff", "tolerance", "status"]
     singles = [r for r in comparisons if not r["quantity"].startswith(_GRID_PREFIXES)]
     lines = _table(header, [line(r) for r in singles])
     grids = {"Fig. 2 ε_post grid (8 t × 11 ρ)": "Fig. 2 ε_post(t = ",
@@ -86,7 +86,7 @@ def _comparison_lines(comparisons: list[dict]) -> list[str]:
                         f"{max(r['rel_diff'] for r in rows):.1e}", worst["quantity"],
                         "all ok" if all(r["status"] == "ok" for r in rows)
                         else f"**{sum(r['status'] != 'ok' for r in rows)} differ**"])
-    lines += ["Grids (every point is listed below and in `results.csv`; ok = ours rounds to the spec's printed "
+    lines += ["Grids (every point is listed below and in `results.csv`; ok = ours rounds to the reference's printed "
               "digits):", ""]
     lines += _table(["grid", "points", "max abs diff", "max rel diff", "worst point", "status"], summary,
                     text_columns=1)
@@ -109,15 +109,14 @@ def report_markdown(config: dict, results: dict, comparisons: list[dict], wall: 
         "",
         f"Reproduces the numerical content of {PAPER}: Figs 1, 2, 3, 7, 8, the offline report-noisy-max "
         "study of App. B.3 (Figs 13-16) and the online sparse-vector study of Sec. 4.1 / App. D (Figs 4, 17, 18), "
-        "following spec 004 (`shared/specs/004_gaussian_selection.md`), which corrects the paper in several "
-        "places (see the last sections).",
+        "correcting the paper in several places (see the last sections and docs/errata.md).",
         "",
         f"**Mode: {'QUICK (smoke test: small grids, few trials and runs; not for citing)' if quick else 'full'}.** "
         f"Seed {config['seed']}; every part draws from `jax.random.fold_in(jax.random.key(seed), part_index)` and "
         f"folds in configuration indices below that. Total wall time {sum(wall.values()):.1f} s "
         "(" + ", ".join(f"{k} {v:.1f} s" for k, v in wall.items()) + ").",
         "",
-        f"**Ours vs spec: {n_ok} of {len(comparisons)} reference values agree** (table at the end; "
+        f"**Ours vs reference values: {n_ok} of {len(comparisons)} reference values agree** (table at the end; "
         "`results.csv`).",
         "",
         "## What was run",
@@ -130,7 +129,7 @@ def report_markdown(config: dict, results: dict, comparisons: list[dict], wall: 
         "`gaussian_above_threshold`, `gaussian_sparse_vector` (FSRC), `gaussian_sparse_vector_whitehouse`). "
         "Accounting values are upper bounds (estimate + error estimate, rounded up), as the library returns them.",
         "",
-        f"* **Figure 1** (spec §5.2, §5.4, §4.5): Δ = {c1['sensitivity']}, δ = {c1['delta']}, [a, b] = [0, 1], "
+        f"* **Figure 1**: Δ = {c1['sensitivity']}, δ = {c1['delta']}, [a, b] = [0, 1], "
         f"σX = σ, σZ = √3 σ, ρ ∈ {c1['thresholds']}. Ex-ante = Zhu-Wang Thm 7 RDP converted with BBGHS "
         "(Balle et al. 2020 Thm 21, what autodp does; Markov shown too). Ex-post = ε_post(t). t* = largest "
         f"t ≤ {c1['curve_max_time']} with ε_post(t) < ex-ante. Heat map over σ ∈ linspace(0.2, 0.3, "
@@ -140,10 +139,10 @@ def report_markdown(config: dict, results: dict, comparisons: list[dict], wall: 
         f"({c1['simulation_trials']} trials on a {c1['simulation_stream_length']}-step zero stream per "
         f"configuration, {len(c1['simulation_configs'])} configuration(s)) against a DKW band at failure "
         f"probability {c1['dkw_failure_probability']}.",
-        f"* **Figure 2** (spec §5.4): ε_post(t) for t ∈ {c2['times']} over {len(c2['thresholds'])} thresholds in "
+        f"* **Figure 2** (Lebensold et al. 2024, Fig. 1): ε_post(t) for t ∈ {c2['times']} over {len(c2['thresholds'])} thresholds in "
         f"[0, 1], σX = {c2['sigma_threshold']}, σZ = √3 σX, Δ = {c2['sensitivity']}; plus ε_bot(t) at ρ = "
         f"{c2['no_top_threshold']} and ε_post(t) for t up to 10^8 at ρ = {c2['growth_threshold']}.",
-        f"* **Figure 3** (spec §5.3, §6.1): ε_RNM for d ∈ {c3['d']}, σ = {c3['sigma']}, Δ = {c3['sensitivity']}, "
+        f"* **Figure 3**: ε_RNM for d ∈ {c3['d']}, σ = {c3['sigma']}, Δ = {c3['sensitivity']}, "
         "by quadrature and by Monte Carlo batched on the device (jit + vmap over d, `lax.fori_loop` over chunks "
         "with `fold_in` keys, float64 sums): common random numbers for numerator and denominator and importance "
         "sampling N(x*, s²) at the mode x* of the denominator's log-integrand with s = max(κ^-1/2, 0.75) "
@@ -151,20 +150,20 @@ def report_markdown(config: dict, results: dict, comparisons: list[dict], wall: 
         "per d; standard error by the delta method. Next to it the paper's estimator (plain N(0, 1) samples, "
         f"independent for numerator and denominator), {f3['plain_repeats']} repeats of "
         f"{f3['plain_samples_per_repeat']:.1e} samples.",
-        f"* **Figures 7, 8** (spec §5.3, §3.2): Δ = {c7['sensitivity']}, δ = {c7['delta']}, σ ∈ {c7['sigmas']}, "
+        f"* **Figures 7, 8** (Lebensold et al. 2024, Sec. 2, App. B): Δ = {c7['sensitivity']}, δ = {c7['delta']}, σ ∈ {c7['sigmas']}, "
         f"d ∈ {c7['d']}; post-processing baselines with l2 sensitivity Δ√d: analytic Gaussian (the paper's code), "
         f"RDP + BBGHS, RDP + Markov (= zCDP). Fig. 8: {len(c7['heatmap_sigmas'])} × {len(c7['heatmap_d'])} "
         "grid over (σ, d).",
-        f"* **Offline RNM** (App. B.3, spec §4.11, §5.5): σ ∈ {co['sigmas']}, {co['trials']} trials per point; "
+        f"* **Offline RNM** (App. B.3): σ ∈ {co['sigmas']}, {co['trials']} trials per point; "
         "Gaussian RNM accounted by the pure bound and by post-processing (analytic, δ = 1e-5); at ε = ε_pure(σ) "
         "Laplace RNM with the standard Lap(2Δ/ε) and the post-processing Lap(dΔ/ε) calibrations, the "
         "exponential mechanism and permute-and-flip (all with Δ = 1/N). Accuracy eq. (39) = 1 − mean(q_max − "
         "q_selected) (q_max = 1) ± one standard error. Data: "
         + "; ".join(f"{DATASET_LABELS[ds['name']]} d ∈ {ds['d']} (N = {ds['population']})" for ds in co["datasets"])
         + ".",
-        f"* **Online FSRC** (Sec. 4.1, App. D, spec §4.4, §4.12, §5.6): {cf['runs']} runs per σX, σZ = √3 σX, "
-        "Δ = δ = 1/N. FSRC = `gaussian_sparse_vector` with the sound δ_j = 6δ/(π² j²) schedule (spec §3.5), "
-        "ε_max from Zhu-Wang + Markov (a pDP bound, spec §7.6); a trailing run without a top is charged ε_bot. "
+        f"* **Online FSRC** (Lebensold et al. 2024, Sec. 3.3, Sec. 4.1, App. D): {cf['runs']} runs per σX, σZ = √3 σX, "
+        "Δ = δ = 1/N. FSRC = `gaussian_sparse_vector` with the sound δ_j = 6δ/(π² j²) schedule (see docs/errata.md), "
+        "ε_max from Zhu-Wang + Markov (a pDP bound); a trailing run without a top is charged ε_bot. "
         "The paper's constant-δ mode is run with the same keys only to report the δ it really uses. Baseline = "
         "`gaussian_sparse_vector_whitehouse` (eq. (40)/(41), corrected reading) with δ' = δ'' = 1/N, per-AT "
         f"(ε_j, δ_j) from Zhu-Wang ({', '.join(cf['whitehouse_conversions'])}). Without a budget (ε = "
@@ -172,7 +171,7 @@ def report_markdown(config: dict, results: dict, comparisons: list[dict], wall: 
         "F1 against the noiseless indicator 1[q_t ≥ ρ]. Data: "
         + "; ".join(f"{DATASET_LABELS[ds['name']]} ({ds['num_days']} days, ρ = {ds['threshold']}, σX ∈ "
                     f"{ds['sigma_thresholds']})" for ds in cf["datasets"]) + ".",
-        "* **Synthetic energy stand-ins** (spec §5.1; LCL and NEAR are not obtainable offline): per-household daily "
+        "* **Synthetic energy stand-ins** (Lebensold et al. 2024, Sec. 4; LCL and NEAR are not obtainable offline): per-household daily "
         "kWh x = exp(μ_u + 0.25 cos(2π(t − t_peak)/365.25) + w_weekday + e), μ_u ~ N(log 9, 0.5²), "
         "w ~ N(0, 0.05²), e ~ N(0, 0.3²), clipped to a public cap B = 40 kWh, q_t = mean_u x/B ∈ [0, 1], "
         "Δ = 1/N exactly (replace-one). NumPy PCG64 seeds "
@@ -238,7 +237,7 @@ def report_markdown(config: dict, results: dict, comparisons: list[dict], wall: 
     lines += [f"Pure ε increases with d: {_fmt(f78['pure_increasing_in_d'])}; decreases with σ: "
               f"{_fmt(f78['pure_decreasing_in_sigma'])}. The pure bound is looser than the analytic Gaussian "
               "baseline at " + (", ".join(f"(σ = {s}, d = {d})" for s, d in worse) if worse else "no grid point")
-              + " (small d, small σ; spec §5.3 notes the crossover near d ≈ 40 at σ = 0.1) and tighter everywhere "
+              + " (small d, small σ; the crossover is near d ≈ 40 at σ = 0.1) and tighter everywhere "
               "else on the Fig. 7 grid.", ""]
     lines += ["### Offline report noisy max (App. B.3)", ""]
     for ds in co["datasets"]:
@@ -286,7 +285,7 @@ def report_markdown(config: dict, results: dict, comparisons: list[dict], wall: 
         lines += ["No budget (final spend; mean ± sd over runs):", ""]
         lines += _table(["σX", "share of q_t ≥ ρ", "ε_max/AT paper (δ = 1/N)", "ε_max/AT sound (first / last run)",
                          "tops", "FSRC spend", "Whitehouse spend (" + " / ".join(cf["whitehouse_conversions"]) + ")",
-                         "Whitehouse-style, spec formula", "basic k·ε_max", "F1",
+                         "Whitehouse-style (advanced composition)", "basic k·ε_max", "F1",
                          "δ sound / paper-mode union bound", "paper mode: same release"], rows)
         rows = []
         for e in ds["entries"]:
@@ -305,10 +304,10 @@ def report_markdown(config: dict, results: dict, comparisons: list[dict], wall: 
         lines += _table(["σX", "FSRC spend", "FSRC max spend", "FSRC runs over ε", "max admitted spent + ε_max",
                          "FSRC rule holds", "FSRC halted",
                          "FSRC tops", "FSRC F1", "Whitehouse (markov) spend", "Whitehouse tops", "Whitehouse F1"], rows)
-    lines += ["## Ours vs spec 004 reference values", "",
-              "Spec §5.3/§5.4 values are the spec author's float64/mpmath recomputations (5 digits); §5.5/§5.6 are "
+    lines += ["## Ours vs reference values", "",
+              "The Fig. 7 and Gaussian AT reference values are our float64/mpmath recomputations (5 digits); the Bikes values are "
               "their own Monte Carlo reproductions (\"indicative\"), so Monte Carlo quantities get a tolerance from "
-              "the spec's stated noise plus 3 standard errors of this run. Deterministic quantities are ok when ours "
+              "the reproductions' stated noise plus 3 standard errors of this run. Deterministic quantities are ok when ours "
               "rounds to the printed digits.", ""]
     lines += _comparison_lines(comparisons)
     lines += _differences(config, results)
@@ -317,7 +316,7 @@ def report_markdown(config: dict, results: dict, comparisons: list[dict], wall: 
         "",
         "* `report.md`: this report.",
         "* `results.json`: every number of every part (curves, grids, per-run spends and F1) and the comparison rows.",
-        "* `results.csv`: the ours-vs-spec comparison table (one row per reference value).",
+        "* `results.csv`: the ours-vs-reference comparison table (one row per reference value).",
         "* `rnm_offline.csv`: one row per (dataset, d, σ, mechanism): ε, accuracy, standard error.",
         "* `fsrc_runs.csv`: one row per sparse-vector run: dataset, σX, method, budget, spend, F1, tops.",
         "* PNGs: " + ", ".join(f"`{name}`" for part in PARTS for name in results[part]["figures"]) + ".",
@@ -349,7 +348,7 @@ def _differences(config: dict, results: dict) -> list[str]:
         lcl_line = (f"On the LCL-like stream (long stretches below ρ = {lcl['threshold']}) FSRC's final spend is not "
                     f"below the Whitehouse filter's at σX ∈ {dearer}: long runs are charged ε_post(t) > ε_max. "
                     "The paper reports FSRC benefits on the real LCL data at σX = 0.04 (Fig. 5; Fig. 19 says "
-                    "σX > 0.06, spec §9); the synthetic data cannot settle this. " if dearer else
+                    "σX > 0.06); the synthetic data cannot settle this. " if dearer else
                     "On the LCL-like stream FSRC's final spend is below the Whitehouse filter's at every σX. ")
     budget_lines = []
     for ds in online["datasets"]:
@@ -363,55 +362,55 @@ def _differences(config: dict, results: dict) -> list[str]:
         "## Where and why the numbers differ from the paper",
         "",
         "* **The paper has no tables.** Its numbers are curves in figures; the reference values compared above "
-        "come from spec 004 (own float64/mpmath recomputations and Monte Carlo reproductions), which agree with "
+        "are ours (float64/mpmath recomputations and Monte Carlo reproductions), which agree with "
         "the paper's qualitative claims.",
-        "* **Log of the ratio** (spec §3.1, §3.3, pitfall 7.1). Eq. (1) and Thm 10/17 print ε = E[·]/E[·]; the "
+        "* **Log of the ratio** (Lebensold et al. 2024, eq. (1), Thm 8, Thm 10; see docs/errata.md). Eq. (1) and Thm 10/17 print ε = E[·]/E[·]; the "
         "privacy loss is the log of that ratio (and the authors' code returns log NUM − log DEN). Every ε here is "
         "the log-ratio; reading the printed formula literally would report e^ε.",
-        "* **Theorem 10 typo** (spec §3.3, pitfall 7.1). Thm 10 prints ρ − (b + a) and +σX x in the final factor "
+        "* **Theorem 10 typo** (Lebensold et al. 2024, Thm 10, Thm 17, Lemma 18). Thm 10 prints ρ − (b + a) and +σX x in the final factor "
         "(Thm 17 prints ρ − (b − a)); Lemma 18's maximiser gives ρ − b and −σX x. With [a, b] = [0, 1], as in all "
         "of the paper's experiments, the three readings of the shift agree, but the printed +σX x under-estimates "
-        "the loss (0.01143 instead of 0.01779 at t = 2, ρ = 0.5, σX = 0.15; spec §3.3) and is never used here. "
+        "the loss (0.01143 instead of 0.01779 at t = 2, ρ = 0.5, σX = 0.15; Lebensold et al. 2024, Thm 10, Thm 17, Lemma 18) and is never used here. "
         "So our ε_post values follow the authors' code, not the printed Thm 10 (the notebook's printed 0.008 at "
         "t = 3, ρ = 0.75, σX = 0.3 is our 0.007968).",
-        "* **FSRC counterexample and the sound δ** (spec §3.5, pitfall 7.13). Thm 11/19 claims (ε, δ)-DP with the "
+        "* **FSRC counterexample and the sound δ** (Lebensold et al. 2024, Thm 11 (Algorithm 2); see docs/errata.md). Thm 11/19 claims (ε, δ)-DP with the "
         "same δ for every mechanism; a two-output counterexample gives Pr[L > ε] ≈ 0.63 for a claimed δ = 0.01. "
         "FSRC here uses δ_j = 6δ/(π² j²) (Σ δ_j ≤ δ), which is valid by a union bound." + paper_delta,
-        "* **Baseline calibration fairness** (spec §7.9). At equal ε the standard Laplace RNM Lap(2Δ/ε), the "
+        "* **Baseline calibration fairness** (Lebensold et al. 2024, App. B.3, Fig. 16; see docs/errata.md). At equal ε the standard Laplace RNM Lap(2Δ/ε), the "
         "exponential mechanism and permute-and-flip beat Gaussian RNM under the pure bound on these data (the pure "
         "bound pays for the range c/σ); only the post-processing Laplace calibration Lap(dΔ/ε) loses. Fig. 16's "
         "\"clear improvement\" of Gaussian RNM over Laplace is reproducible only against that calibration, so both "
         "are plotted and labelled.",
-        "* **Data-dependent normalisation** (spec §7.8). UCI Bikes queries are registered/6946 with N = 6946 read "
+        "* **Data-dependent normalisation** (Lebensold et al. 2024, Sec. 4.1, App. B.3; see docs/errata.md). UCI Bikes queries are registered/6946 with N = 6946 read "
         "from the data (the paper's choice, assumed public) and Δ = 1/N under the assumption that each user "
         "contributes one rental to every day: paper-faithful, not DP-rigorous. The synthetic energy stand-ins use "
         "a public cap and a public N, so their Δ = 1/N is exact; the paper's min-max rescaling of LCL/NEAR is "
         "data-dependent and not reproduced.",
-        "* **Monte Carlo of Fig. 3** (spec §3.8, §6.1, pitfall 7.10). The paper drew independent plain samples for "
+        "* **Monte Carlo of Fig. 3** (Lebensold et al. 2024, Sec. 3.4). The paper drew independent plain samples for "
         "numerator and denominator (100 × 10^10 on a V100) and found the variance \"unwieldy\"; we show that "
         "estimator next to a common-random-numbers importance sampler, whose standard error (at most "
         f"{max_se:.1e} here) is small enough to check the quadrature.",
-        "* **Stopping times** (spec §4.5, pitfall 7.10). The authors' notebook reports 0-based stopping times "
+        "* **Stopping times**. The authors' notebook reports 0-based stopping times "
         "(one less) capped at 200 steps and a strict '>'; we report the 1-based T of the exact law (uncapped: "
         "ρ = 0.75, σ = 0.2 has an 80th percentile above 200, P(T > 200) = 0.205).",
-        "* **Fig. 8 baseline** (spec §9): the text says \"RDP post-processing\", the code used the analytic Gaussian; "
+        "* **Fig. 8 baseline**: the text says \"RDP post-processing\", the code used the analytic Gaussian; "
         "all three conversions are shown, at δ = 1e-5.",
-        "* **Whitehouse baseline** (spec §3.6, §9): the paper does not state δ', δ'' or the per-AT δ_t. We use "
-        "δ' = δ'' = 1/N and the same sound per-AT schedule; the spec's \"Whitehouse-style\" number "
+        "* **Whitehouse baseline** (Lebensold et al. 2024, App. C): the paper does not state δ', δ'' or the per-AT δ_t. We use "
+        "δ' = δ'' = 1/N and the same sound per-AT schedule; a \"Whitehouse-style\" number "
         "(√(2 log(1/δ') k) ε_max + k ε_max²/2 with ε_max at δ = 1/N for the k tops) is reported separately and "
-        "is what §5.6 compares; the library's sound filter spends more because later instances get smaller δ_j.",
-        "* **FSRC spend vs its budget** (spec §4.3, §3.5): FSRC admits an instance only while spend + ε_max < ε, "
+        "is what the UCI Bikes FSRC reference values above compare; the library's sound filter spends more because later instances get smaller δ_j.",
+        "* **FSRC spend vs its budget** (Lebensold et al. 2024, Algorithm 2): FSRC admits an instance only while spend + ε_max < ε, "
         "and then charges the realised ε_post(t) (or ε_bot(L) for a run cut by the end of the stream), which "
         "exceeds ε_max for long runs (the largest table entry, e.g. ε_post(731), is above ε_max). So the reported "
         "spend can end above ε, by at most max_t ε_post(t) − ε_max; the (ε, δ) guarantee is unaffected (the loss "
         "of the last instance exceeds its ε_max with probability at most δ_j). " + "; ".join(budget_lines) + ".",
-        "* **Synthetic LCL / NEAR** (spec §5.1): the real data are not available offline; the stand-ins reproduce "
+        "* **Synthetic LCL / NEAR** (Lebensold et al. 2024, Sec. 4): the real data are not available offline; the stand-ins reproduce "
         "N, d, Δ and a plausible seasonal shape only, so Figs 5, 9-12, 19, 20 are not reproduced, only exercised. "
         + lcl_line
         + ("Quick mode truncates the LCL-like stream to 731 days (to reuse compiled kernels) and leaves out the "
            "NEAR-like data and LCL d = 829 offline." if config["quick"] else
            "The NEAR-like data enter the offline study only (the paper has no online study on NEAR)."),
-        "* **Which days** (spec §9): the first d days of each series.",
+        "* **Which days**: the first d days of each series.",
         "* **Monte Carlo noise**: accuracies, F1 and spends are means over trials/runs; another seed moves them by "
         "about their standard error.",
         "",

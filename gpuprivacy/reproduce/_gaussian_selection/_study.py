@@ -2,42 +2,41 @@
 
 Reproduces the numerical content of Lebensold, Precup & Balle, "On the
 Privacy of Selection Mechanisms with Gaussian Noise", AISTATS 2024 (arXiv
-2402.06137v2), as specified (and corrected) in
-``shared/specs/004_gaussian_selection.md`` ("spec 004"):
+2402.06137v2), with the corrections listed in docs/errata.md:
 
 * ``figure1``: ex-ante Zhu-Wang RDP + BBGHS vs ex-post
   :math:`\\varepsilon^{\\mathrm{post}}(t)` of Gaussian above threshold,
   the crossing time :math:`t^*`, and the stopping-time median / 80th
   percentile on the all-zero stream from the exact law
   :math:`P(T > k) = \\mathbb E_x[\\Phi((\\rho + \\sigma_X x)/\\sigma_Z)^k]`,
-  checked by Monte Carlo of :func:`gpuprivacy.mechanisms.gaussian_above_threshold`
-  (spec Sec. 4.5, 5.2, 5.4);
+  checked by Monte Carlo of :func:`gpuprivacy.mechanisms.gaussian_above_threshold`;
 * ``figure2``: :math:`\\varepsilon^{\\mathrm{post}}(t)` against the threshold
-  (spec Sec. 5.4);
+  (Lebensold et al. 2024, Fig. 1);
 * ``figure3``: the pure epsilon of Gaussian report noisy max by quadrature vs
   Monte Carlo with common random numbers and importance sampling at the mode,
-  batched on the device, next to the paper's plain Monte Carlo (spec Sec. 6.1);
+  batched on the device, next to the paper's plain Monte Carlo;
 * ``figures7_8``: the pure RNM epsilon vs the post-processing baselines, and
-  the difference over (sigma, d) (spec Sec. 3.2, 5.3);
-* ``rnm_offline``: offline report noisy max on UCI Bikes (App. B.3; spec
-  Sec. 4.11, 5.5) and on seeded synthetic energy stand-ins for LCL and NEAR
-  (spec Sec. 5.1);
+  the difference over (sigma, d) (Lebensold et al. 2024, Sec. 2, App. B);
+* ``rnm_offline``: offline report noisy max on UCI Bikes (Lebensold et al.
+  2024, App. B.3) and on seeded synthetic energy stand-ins for LCL and NEAR
+  (Lebensold et al. 2024, Sec. 4);
 * ``fsrc_online``: the fully adaptive Gaussian sparse vector under filtered
   self-reporting composition vs the Whitehouse et al. filter on UCI Bikes
-  (Fig. 4, 17, 18; spec Sec. 4.12, 5.6) and on the synthetic LCL stand-in.
+  (Fig. 4, 17, 18) and on the synthetic LCL stand-in.
 
 Every number comes from the public API (:mod:`gpuprivacy.accounting`,
 :mod:`gpuprivacy.mechanisms`, :mod:`gpuprivacy.datasets`); the only numerics
 written here are the Monte Carlo estimators of Fig. 3 and the exact
 stopping-time law of Fig. 1, which are checks, not accounting. The synthetic
-energy stand-ins (spec Sec. 5.1) come from
+energy stand-ins (Lebensold et al. 2024, Sec. 4) come from
 :func:`gpuprivacy.datasets.synthetic_energy_queries`. Each part can be run
 alone with :func:`run_gaussian_selection_part`; :func:`gaussian_selection_config` holds all
 parameters.
 
-The study is split by concern: ``_gaussian_selection_config`` (parameters and labels),
-``_seed004_reference`` (spec values, comparison rows), ``_seed004_parts``
-(computation), ``_seed004_plots`` and ``_seed004_report``.
+The study is split by concern: ``_config`` (parameters and labels), ``_reference``
+(reference values, comparison rows), one module per part (``_figures``,
+``_accounting_grids``, ``_rnm_monte_carlo``, ``_rnm_offline``, ``_fsrc_online``), ``_plots``
+and ``_report``.
 """
 
 from __future__ import annotations
@@ -52,9 +51,9 @@ from gpuprivacy._progress import Progress
 from gpuprivacy.reproduce._plots import require_matplotlib
 from gpuprivacy.reproduce._registry import register_study
 from gpuprivacy.reproduce._gaussian_selection._config import NAME, PARTS, gaussian_selection_config
-from gpuprivacy.reproduce._gaussian_selection._parts import (
-    part_figure1, part_figure2, part_figure3, part_figures7_8, part_fsrc_online, part_rnm_offline,
-)
+from gpuprivacy.reproduce._gaussian_selection._figures import part_figure1, part_figure2, part_figure3, part_figures7_8
+from gpuprivacy.reproduce._gaussian_selection._fsrc_online import part_fsrc_online
+from gpuprivacy.reproduce._gaussian_selection._rnm_offline import part_rnm_offline
 from gpuprivacy.reproduce._gaussian_selection._report import fsrc_rows, json_default, report_markdown, write_csv
 
 
@@ -76,7 +75,7 @@ def run_gaussian_selection_part(part: str, out_dir, *, quick: bool = False, prog
       config: a full config from :func:`gaussian_selection_config`, possibly edited.
 
     Returns:
-      The part's JSON-ready results: its numbers, ``"comparisons"`` (rows of ours vs spec 004)
+      The part's JSON-ready results: its numbers, ``"comparisons"`` (rows of ours vs the reference values)
       and ``"figures"`` (PNG file names), plus ``"wall_s"``.
 
     Raises:
@@ -110,7 +109,7 @@ def run_gaussian_selection_part(part: str, out_dir, *, quick: bool = False, prog
 def _run_study(study_dir: pathlib.Path, *, quick: bool, progress: bool) -> dict:
     config = gaussian_selection_config(quick=quick)
     results, wall = {}, {}
-    with Progress(len(PARTS), "seed004", enabled=progress) as bar:
+    with Progress(len(PARTS), "gaussian selection", enabled=progress) as bar:
         for part in PARTS:
             results[part] = run_gaussian_selection_part(part, study_dir, progress=progress, config=config)
             wall[part] = results[part]["wall_s"]

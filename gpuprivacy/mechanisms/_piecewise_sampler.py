@@ -1,0 +1,112 @@
+"""One exact sampler for piecewise densities: a piece by log-space inverse CDF, then a point inside it.
+
+Every piecewise density of the mechanisms (PLM and INV, the private median (3.6), the
+exponential-mechanism medians) is a list of pieces ``j`` with unnormalised log-mass
+``log_mass[j]``; inside piece ``j`` the density is
+
+.. math::
+    p_j(x) \\propto e^{-\\lambda_j o}, \\qquad x = s_j + d_j\\, w_j\\, o, \\quad o \\in [0, \\ell_j],
+
+a truncated exponential of rate :math:`\\lambda_j \\ge 0` (0: uniform) over ``length``
+:math:`\\ell_j` (may be ``inf``: an exponential tail) in *units* of width :math:`w_j`,
+starting at :math:`s_j` and going in the direction :math:`d_j = \\pm 1`. With
+``staircase=True`` the offset is instead :math:`\\lfloor o \\rfloor + V` (``V`` uniform
+on [0, 1)), i.e. a truncated geometric number of whole units followed by a uniform point
+in that unit: the step density :math:`e^{-\\lambda \\lceil o \\rceil}` of the inverse
+sensitivity mechanism.
+
+Numerics (idealized: a float64 sample of the exact law):
+
+* **Piece**: inverse CDF in log space, ``log U + logsumexp(log_mass)`` against
+  ``lax.cumlogsumexp(log_mass)``, with one high-resolution uniform ``U``
+  (:func:`gpuprivacy.noise.uniform_from_words`, resolved to
+  :math:`2^{-64}`). A piece of log-mass ``-inf`` (zero length) is never chosen, and
+  trailing ``-inf`` padding never changes the draw, so tables of any padded size give the
+  same value for the same key.
+* **Inside the piece**: the inverse survival function of the truncated exponential in log
+  space (:func:`gpuprivacy.noise.truncated_exponential_inverse`, accurate for
+  tiny, huge and infinite ``rate * length``), with another high-resolution uniform. A
+  rate of 0, or a ``rate * length`` that underflows to 0, gives the uniform law.
+
+All randomness comes from one ``random_words`` call (5 words), so the sampler is the same
+under ``jit`` and eagerly and ``vmap``-s over keys.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from gpuprivacy._typing import Array, Key
+from gpuprivacy.noise import random_words, truncated_exponential_inverse, uniform_from_word, uniform_from_words
+
+_F64 = jnp.float64
+
+
+class PiecewiseDraw(NamedTuple):
+    """A draw of :func:`sample_piecewise`: the value and the index of the chosen piece."""
+
+    value: Array
+    index: Array
+
+
+def choose_piece(uniform: Array, log_mass: Array) -> Array:
+    """Index ``j`` with probability ``exp(log_mass[j]) / sum(exp(log_mass))`` (log-space inverse CDF).
+
+    ``uniform`` must lie in (0, 1). ``side="left"`` returns the first ``j`` with
+    ``log_cdf[j] >= log(U) + log_cdf[-1]``; a piece of mass 0 repeats the previous cumulative
+    value and is never the first to reach it, and the target is never ``-inf``.
+    """
+    log_cdf = jax.lax.cumlogsumexp(log_mass)
+    target = jnp.log(uniform) + log_cdf[-1]
+    index = jnp.searchsorted(log_cdf, target, side="left")
+    return jnp.minimum(index, log_mass.shape[0] - 1)
+
+
+def truncated_exponential_offset(tail: Array, rate: Array, length: Array) -> Array:
+    """The offset ``o`` in [0, length] with density proportional to ``exp(-rate * o)``.
+
+    ``tail`` is the survival probability (a uniform in (0, 1)). ``length`` may be ``inf`` when
+    ``rate > 0``; ``rate = 0`` (or an underflowing ``rate * length``) gives the uniform law.
+    """
+    mass = rate * length
+    positive = mass > 0
+    x = truncated_exponential_inverse(tail, jnp.where(positive, mass, 1.0))  # in [0, mass], rate-1 units
+    finite = jnp.isfinite(mass)
+    safe_rate = jnp.where(rate > 0, rate, 1.0)
+    safe_mass = jnp.where(positive & finite, mass, 1.0)
+    scaled = jnp.where(finite, length * (x / safe_mass), x / safe_rate)
+    offset = jnp.where(positive, scaled, (1.0 - tail) * length)
+    return jnp.clip(offset, 0.0, length)
+
+
+def sample_piecewise(key: Key, log_mass: Array, start: Array, direction: Array, length: Array, rate: Array,
+                     width: Array | None = None, *, staircase: bool | Array = False) -> PiecewiseDraw:
+    """Samples the piecewise density described in the module docstring.
+
+    Args:
+      key: a single PRNG key.
+      log_mass: ``float64[P]`` unnormalised log-masses of the pieces (``-inf``: never chosen).
+      start: ``[P]`` start of each piece.
+      direction: ``[P]`` +1 (the density decays upwards from ``start``) or -1 (downwards).
+      length: ``[P]`` extent of each piece in units (``inf`` allowed when ``rate > 0``).
+      rate: ``[P]`` decay rate per unit (>= 0; 0 is uniform).
+      width: ``[P]`` width of one unit (default 1).
+      staircase: bool, or ``[P]`` bool: whole units are geometric, the point inside a unit uniform.
+
+    Returns:
+      :class:`PiecewiseDraw` ``(value, index)``; ``value = start + direction * width * offset``.
+    """
+    words = random_words(key, 5, (), _F64)
+    index = choose_piece(uniform_from_words(words[0], words[1], _F64), log_mass)
+    length_j = length[index]
+    offset = truncated_exponential_offset(uniform_from_words(words[2], words[3], _F64), rate[index], length_j)
+    stair = jnp.asarray(staircase)
+    stair = stair[index] if stair.ndim else stair
+    whole = jnp.minimum(jnp.floor(offset), length_j - 1.0)
+    offset = jnp.where(stair, whole + uniform_from_word(words[4], _F64), offset)
+    offset = jnp.clip(offset, 0.0, length_j)
+    scale = 1.0 if width is None else width[index]
+    return PiecewiseDraw(start[index] + direction[index] * (scale * offset), index)

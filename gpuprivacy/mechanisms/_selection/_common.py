@@ -1,0 +1,86 @@
+"""Shared parts of private selection: the info type, the checks and the noisy argmax kernel.
+
+Used by :mod:`._exponential`, :mod:`._report_noisy_max` and :mod:`._permute_and_flip`.
+
+All of them pick an index from a score vector ``[num_candidates]``. The
+noise scale is
+
+.. math:: b = \\frac{2\\Delta}{\\varepsilon}
+          \\quad\\text{or}\\quad b = \\frac{\\Delta}{\\varepsilon}\\ \\text{(monotonic scores)},
+
+rounded up to a float64, where :math:`\\Delta` bounds
+:math:`|q_i(x) - q_i(x')|` for every candidate and neighbour, and
+"monotonic" means that for each pair of neighbours all scores move in the
+same direction.
+
+Ties: ``nonprivate_true_argmax`` and any exact tie among noisy scores
+(probability zero for continuous noise) resolve to the first index.
+
+Totality: kernels map NaN scores to the lowest score ``-finfo(float64).max/4``
+and clamp infinities to ``+-finfo(float64).max/4``; the public functions reject
+non-finite scores before that.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from gpuprivacy import noise as _noise
+from gpuprivacy._checks import check_epsilon, check_key, check_positive
+from gpuprivacy._config import require_x64
+from gpuprivacy._typing import Array, Key
+from gpuprivacy._rounding import divide_up
+from gpuprivacy.mechanisms._common import check_bool, check_scores, sanitize, unit_noise
+
+
+NOISE_NAMES = ("gumbel", "laplace", "exponential")
+_SAMPLERS = {"gumbel": _noise.gumbel, "laplace": _noise.laplace, "exponential": _noise.exponential}
+
+
+class SelectionInfo(NamedTuple):
+    """Side information of the selection mechanisms (one type for all of them).
+
+    Attributes:
+      scale: the noise scale :math:`b` (public).
+      nonprivate_true_argmax: int32 index of the largest score, first on ties (NOT private).
+      nonprivate_true_max: the largest score (NOT private).
+      nonprivate_selected_score: the score of the selected candidate (NOT private).
+    """
+
+    scale: Array
+    nonprivate_true_argmax: Array
+    nonprivate_true_max: Array
+    nonprivate_selected_score: Array
+
+
+def _selection_scale(epsilon, sensitivity, monotonic):
+    return divide_up(sensitivity, epsilon, multiplier=1 if monotonic else 2)
+
+
+def _check_selection(key, scores, epsilon, sensitivity, monotonic, name="scores"):
+    require_x64("private selection")
+    key = check_key(key)
+    scores = check_scores(scores, name)
+    epsilon = check_epsilon(epsilon)
+    sensitivity = check_positive("sensitivity", sensitivity)
+    monotonic = check_bool("monotonic", monotonic)
+    scale = jnp.asarray(_selection_scale(epsilon, sensitivity, monotonic), jnp.float64)
+    return key, scores, scale
+
+
+def _selection_info(scores, selected, scale):
+    true_argmax = jnp.argmax(scores).astype(jnp.int32)
+    return SelectionInfo(scale=scale, nonprivate_true_argmax=true_argmax, nonprivate_true_max=scores[true_argmax],
+                         nonprivate_selected_score=scores[selected])
+
+
+@functools.partial(jax.jit, static_argnames=("noise",))
+def _noisy_argmax(key: Key, scores: Array, scale: Array, noise: str) -> tuple[Array, SelectionInfo]:
+    scores = sanitize(scores)
+    noisy = scores + scale * unit_noise(_SAMPLERS[noise], key, scores.shape)
+    selected = jnp.argmax(noisy).astype(jnp.int32)
+    return selected, _selection_info(scores, selected, scale)
