@@ -133,7 +133,7 @@ def smooth_entry(noise="cauchy", epsilon=2.0, delta=None):
     kwargs = dict(epsilon=epsilon, lower=_LOWER, upper=_UPPER, noise=noise, delta=delta)
     release = lambda k, x: io.smooth_sensitivity_median(k, x, **kwargs).value
     return AuditableMechanism(
-        name=f"seed001-smooth-median-{noise}", sample=_sampler(release),
+        name=f"smooth-sensitivity-median-{noise}", sample=_sampler(release),
         claim=io.smooth_sensitivity_median_guarantee(**kwargs), output_kind="real",
         worst_case_pairs=_MEDIAN_PAIRS, random_dataset=_random_dataset(3), random_neighbour=_swap_neighbour,
         audits=("instance_optimal.smooth_sensitivity_median",),
@@ -144,7 +144,7 @@ def laplace_median_entry(epsilon=2.0):
     kwargs = dict(epsilon=epsilon, lower=_LOWER, upper=_UPPER)
     release = lambda k, x: io.laplace_median(k, x, **kwargs).value
     return AuditableMechanism(
-        name="seed001-laplace-median", sample=_sampler(release), claim=io.laplace_median_guarantee(**kwargs),
+        name="laplace-median", sample=_sampler(release), claim=io.laplace_median_guarantee(**kwargs),
         output_kind="real", worst_case_pairs=_MEDIAN_PAIRS, random_dataset=_random_dataset(3),
         random_neighbour=_swap_neighbour, audits=("instance_optimal.laplace_median",),
         description="median + Laplace(GS/epsilon), clipped (baseline)")
@@ -170,7 +170,7 @@ register("plm-clipped-mean", statistic_entry, mechanism="piecewise_laplace", sta
 register("inv-clipped-mean", statistic_entry, mechanism="inverse_sensitivity", statistic="clipped_mean")
 register("plm-count", count_entry, mechanism="piecewise_laplace")
 register("inv-count", count_entry, mechanism="inverse_sensitivity")
-register("seed001-smooth-median-cauchy", smooth_entry, noise="cauchy")
-register("seed001-smooth-median-laplace", smooth_entry, noise="laplace", delta=1e-3)
-register("seed001-laplace-median", laplace_median_entry)
+register("smooth-sensitivity-median-cauchy", smooth_entry, noise="cauchy")
+register("smooth-sensitivity-median-laplace", smooth_entry, noise="laplace", delta=1e-3)
+register("laplace-median", laplace_median_entry)
 register("plm-vector-l2", vector_entry)

@@ -15,6 +15,16 @@ from gpuprivacy.audit._core import AuditableMechanism
 _ENTRIES: dict[str, Callable[..., AuditableMechanism]] = {}
 _DEFAULTS: dict[str, dict] = {}
 _BUILT: dict[tuple, AuditableMechanism] = {}
+# Older names that still work (a registry name is part of the CLI: ``gpuprivacy audit NAME``).
+_ALIASES = {
+    "seed001-smooth-median-cauchy": "smooth-sensitivity-median-cauchy",
+    "seed001-smooth-median-laplace": "smooth-sensitivity-median-laplace",
+    "seed001-laplace-median": "laplace-median",
+}
+
+
+def _canonical(name: str) -> str:
+    return _ALIASES.get(name, name)
 
 
 def register(name: str, factory: Callable[..., AuditableMechanism], **default_params) -> None:
@@ -44,6 +54,7 @@ def registered() -> list[str]:
 
 def get(name: str, **params) -> AuditableMechanism:
     """The auditable mechanism ``name`` built with ``params`` (defaults filled in)."""
+    name = _canonical(name)
     if name not in _ENTRIES:
         raise ValueError(f"no mechanism named {name!r} is registered with the auditor; choose one of "
                          f"{registered()}.")
@@ -60,6 +71,7 @@ def get(name: str, **params) -> AuditableMechanism:
 
 
 def default_params(name: str) -> dict:
+    name = _canonical(name)
     if name not in _DEFAULTS:
         raise ValueError(f"no mechanism named {name!r} is registered with the auditor.")
     return dict(_DEFAULTS[name])
