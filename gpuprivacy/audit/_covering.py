@@ -41,21 +41,21 @@ def _slots(x):
     return np.where(present, x, 0.0), present
 
 
-def _order_statistics(x, design, cap, lower, upper, resolution):
+def _order_statistics(x, design, cap, lower, upper, resolution, oracle_fn=oracle.mean):
     data, present = _slots(x)
-    values = blackbox.grid_values(data, oracle.mean, design, lower=lower, upper=upper, resolution=resolution,
+    values = blackbox.grid_values(data, oracle_fn, design, lower=lower, upper=upper, resolution=resolution,
                                   present=present)
     return blackbox.order_statistics_for(values.indices, design, cap=cap)
 
 
-def _sampler(release, design, cap, lower, upper, resolution):
+def _sampler(release, design, cap, lower, upper, resolution, oracle_fn=oracle.mean):
     """sample(key, x, n): F once per dataset, then ``release(key_i, F)`` for n split keys (vmapped)."""
     @functools.partial(jax.jit, static_argnums=(2,))
     def draw(key, f, num_samples):
         return jax.vmap(lambda k: release(k, f))(jax.random.split(key, num_samples))
 
     def sample(key, x, num_samples):
-        f = _order_statistics(x, design, cap, lower, upper, resolution)
+        f = _order_statistics(x, design, cap, lower, upper, resolution, oracle_fn)
         return draw(key, jax.numpy.asarray(f), int(num_samples))
 
     return sample
@@ -73,13 +73,14 @@ def _empty_one_slot(key, x):
     return x
 
 
-def blackbox_estimate_entry(epsilon=1.0, beta=0.5):
+def blackbox_estimate_entry(epsilon=1.0, beta=0.5, oracle_fn=oracle.mean):
     grid = dict(lower=0.0, upper=1.0, resolution=1.0)
     t, cap = required_t("pure", epsilon=epsilon, num_outputs=2, beta=beta)
     tau, n = cap // 2, t + 1
     design = designs.sample_and_aggregate(n, t)
     # The kernel is the one blackbox_estimate_from_values calls after its checks.
-    sample = _sampler(lambda k, f: blackbox.pure_release_kernel(k, f, epsilon, tau, 2), design, cap, **grid)
+    sample = _sampler(lambda k, f: blackbox.pure_release_kernel(k, f, epsilon, tau, 2), design, cap, **grid,
+                      oracle_fn=oracle_fn)
     ones = min(tau, n)
     x = np.r_[np.ones(ones), np.zeros(n - ones)]
     x_prime = x.copy()

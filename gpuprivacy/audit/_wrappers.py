@@ -26,7 +26,7 @@ from gpuprivacy import mechanisms
 from gpuprivacy.audit._core import SAMPLES_PER_CALL, AuditableMechanism
 from gpuprivacy.audit._registry import register
 from gpuprivacy.mechanisms import wrappers
-from gpuprivacy.oracle import count
+from gpuprivacy.oracle import count, trusted
 
 
 def _sampler(mechanism, output, **params):
@@ -49,14 +49,18 @@ def _add_row(key, x):
     return np.concatenate([np.asarray(x, np.float64), np.asarray(jax.random.uniform(key, (1,)))])
 
 
+@trusted  # package code: runs in-process like the library oracles
 def _parity(rows, valid):
     """An adversarial, non-monotone, non-Lipschitz oracle: |z| mod 2 times 3."""
     del rows
     return (valid.sum() % 2).astype(jnp.float64) * 3.0
 
 
-def sens_o_matic_entry(epsilon=2.0, beta=0.5, grid_size=4):
-    params = dict(oracle_fn=_parity, grid=np.arange(float(grid_size)), epsilon=epsilon, beta=beta)
+def sens_o_matic_entry(epsilon=2.0, beta=0.5, grid_size=4, oracle_fn=_parity, capacity=None):
+    """Sens-o-Matic's claim holds for EVERY oracle: audited on the parity oracle, or on any ``oracle_fn``
+    (e.g. an analyst's attack oracle, which the engine sandboxes) with a public ``capacity``."""
+    params = dict(oracle_fn=oracle_fn, grid=np.arange(float(grid_size)), epsilon=epsilon, beta=beta,
+                  capacity=capacity)
     output = lambda r: (r.info.level * (grid_size + 1) + r.info.index.astype(jnp.int64)).astype(jnp.int32)
     return AuditableMechanism(
         name="sens-o-matic", sample=_sampler(wrappers.sens_o_matic, output, **params),

@@ -14,11 +14,15 @@ import math
 
 import numpy as np
 
+from gpuprivacy.oracle import is_trusted
+
 from gpuprivacy.cli._estimate_common import Estimator
 
 
 def add_arguments(group) -> None:
     group.add_argument("--grid-points", type=int, default=101, help="sens-o-matic: number of grid points (default 101)")
+    group.add_argument("--capacity", type=int, default=None,
+                       help="sens-o-matic: the public block size an --oracle sees (an upper bound on the rows)")
     group.add_argument("--max-depth", type=int, default=None,
                        help="sens-o-matic: public depth cap (turns the guarantee into (epsilon, delta))")
 
@@ -35,8 +39,13 @@ def run(key, data, oracle_fn, args):
     grid = np.linspace(lower, upper, int(getattr(args, "grid_points", 101) or 101))
     max_depth = getattr(args, "max_depth", None)
     n = np.asarray(data).shape[0]
-    # The CLI runs library (trusted) oracles, so the block capacity may follow n here.
-    capacity = max(32, 1 << math.ceil(math.log2(max(n, 1))))
+    capacity = getattr(args, "capacity", None)
+    if capacity is None:
+        if not is_trusted(oracle_fn):
+            raise ValueError("an analyst's --oracle must not learn the number of rows: pass --capacity C, a public "
+                             f"upper bound on the rows of any dataset you would run (here at least {n}).")
+        # A library (trusted) oracle: the block capacity may follow n.
+        capacity = max(32, 1 << math.ceil(math.log2(max(n, 1))))
     release = wrappers.sens_o_matic(key, data, oracle_fn=oracle_fn, grid=grid, epsilon=args.epsilon, beta=beta,
                                     max_depth=max_depth, capacity=capacity)
     guarantee = wrappers.sens_o_matic_guarantee(epsilon=args.epsilon, beta=beta, grid_size=grid.size,

@@ -44,6 +44,19 @@ def _delta(text):
     return value
 
 
+# Mechanisms that take any oracle (the others release a named statistic from closed-form local bounds).
+_ANY_ORACLE = ("sens-o-matic", "blackbox", "laplace", "gaussian")
+
+
+def _oracle_spec(text):
+    """``FILE.py:NAME`` -> (path, name); the file is read as text and traced only in the sandbox."""
+    path, sep, name = text.rpartition(":")
+    if not sep or not path or not name.isidentifier():
+        raise argparse.ArgumentTypeError(f"--oracle must be FILE.py:NAME (the file and the function's name), got "
+                                         f"{text!r}.")
+    return path, name
+
+
 def _param(text):
     if "=" not in text:
         raise argparse.ArgumentTypeError(f"--param takes NAME=VALUE, got {text!r}")
@@ -72,7 +85,11 @@ def build_parser() -> argparse.ArgumentParser:
     est = sub.add_parser("estimate", help="release one statistic of a CSV column")
     est.add_argument("--data", required=True, type=Path, help="CSV file with a header row")
     est.add_argument("--column", required=True, help="column name")
-    est.add_argument("--statistic", required=True, choices=sorted(ORACLES), help="library oracle")
+    what = est.add_mutually_exclusive_group(required=True)
+    what.add_argument("--statistic", choices=sorted(ORACLES), help="library oracle")
+    what.add_argument("--oracle", type=_oracle_spec, metavar="FILE.py:NAME",
+                      help="an analyst's (untrusted) oracle f(rows, valid) in FILE.py; it is traced only in the "
+                           "sandbox process, never imported here (sens-o-matic, blackbox, laplace, gaussian)")
     est.add_argument("--param", action="append", type=_param, default=[], metavar="NAME=VALUE",
                      help="statistic parameter, e.g. --param q=0.9 (repeatable)")
     est.add_argument("--mechanism", required=True, choices=sorted(ESTIMATORS),
@@ -221,13 +238,25 @@ def cmd_estimate(args) -> None:
     from gpuprivacy.oracle import oracle_by_name
 
     data = read_csv_column(args.data, args.column)
-    oracle_fn = oracle_by_name(args.statistic, **dict(args.param))
+    if args.oracle is not None:
+        if args.mechanism not in _ANY_ORACLE:
+            raise ValueError(f"--mechanism {args.mechanism} releases a named statistic from its closed-form local "
+                             f"bounds; pass --statistic. An analyst's --oracle works with "
+                             f"{', '.join(sorted(_ANY_ORACLE))}.")
+        if args.param:
+            raise ValueError("--param sets a library statistic's parameters; an --oracle file takes none.")
+        from gpuprivacy.oracle import untrusted
+
+        oracle_fn = untrusted(*args.oracle)
+    else:
+        oracle_fn = oracle_by_name(args.statistic, **dict(args.param))
     key, seed = make_key(args.seed)
     result = ESTIMATORS[args.mechanism].run(key, data, oracle_fn, args)
-    payload = {"mechanism": args.mechanism, "statistic": args.statistic, "params": dict(args.param),
+    statistic = args.statistic if args.oracle is None else f"{args.oracle[0]}:{args.oracle[1]}"
+    payload = {"mechanism": args.mechanism, "statistic": statistic, "params": dict(args.param),
                "column": args.column, "epsilon": args.epsilon, "delta": args.delta,
                "seed": seed, **result}
-    text = (f"{args.statistic}({args.column}) released by {args.mechanism}: {result['value']!r}\n"
+    text = (f"{statistic}({args.column}) released by {args.mechanism}: {result['value']!r}\n"
             f"guarantee: {result['guarantee']}  seed: {seed}")
     _emit(args, payload, text)
 

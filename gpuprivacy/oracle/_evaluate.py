@@ -42,6 +42,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from gpuprivacy._checks import check_chunk_size, check_data, check_int
 from gpuprivacy._progress import Progress
+from gpuprivacy.oracle._trust import resolve_oracle
 from gpuprivacy.oracle._isolation import COMPARE_ALL_WIDTH, apply_oracle, blocks_from_removed, gather_rows
 from gpuprivacy.subsets import SubsetFamily, binomial_table, check_family_size, level_offsets, unrank_removed_device
 
@@ -94,10 +95,13 @@ def evaluate(oracle_fn: Callable, data, family: SubsetFamily, *, chunk_size: int
     """Evaluates ``oracle_fn`` on every subset of ``family``.
 
     Args:
-      oracle_fn: the untrusted statistic ``f(rows, valid) -> value`` (see
-        :class:`gpuprivacy.OracleFn`); traced once with ``rows`` of shape
-        ``[capacity, *data.shape[1:]]`` and vmapped over subsets. It must be
-        a pure JAX function.
+      oracle_fn: the statistic ``f(rows, valid) -> value`` (see
+        :class:`gpuprivacy.OracleFn`), traced once with ``rows`` of shape
+        ``[capacity, *data.shape[1:]]`` and vmapped over subsets. An
+        analyst's oracle (:func:`~gpuprivacy.oracle.untrusted`, or any plain
+        function) is traced in the sandbox process and rebuilt from allowed
+        primitives; the package's oracles and :func:`~gpuprivacy.oracle.trusted`
+        ones run in-process.
       data: the dataset ``[n, ...]``, real-valued, no NaN or inf.
       family: a :class:`~gpuprivacy.subsets.SubsetFamily` over n rows.
       chunk_size: subsets per device per step (default: about 2**22 gathered
@@ -119,7 +123,9 @@ def evaluate(oracle_fn: Callable, data, family: SubsetFamily, *, chunk_size: int
 
     Raises:
       ValueError / TypeError: bad data, a family of another n, chunk_size < 1,
-        a family larger than ``max_queries``.
+        a family larger than ``max_queries``, an oracle factory instead of an oracle.
+      OracleRefused: an untrusted oracle that fails to trace or uses anything
+        off the allow-list (custom batching, callbacks, effects, randomness...).
     """
     data = check_data(data)
     if not isinstance(family, SubsetFamily):
@@ -137,8 +143,10 @@ def evaluate(oracle_fn: Callable, data, family: SubsetFamily, *, chunk_size: int
         if capacity < family.capacity:
             raise ValueError(f"capacity must be at least the family's largest subset ({family.capacity} rows), got "
                              f"{capacity}. Pass a public upper bound on the subset sizes, or leave it out.")
-    if not callable(oracle_fn):
-        raise TypeError(f"oracle_fn must be callable f(rows, valid) -> value, got {oracle_fn!r}.")
+    # The one gate: trusted and library oracles as they are; anything else traced in the sandbox and rebuilt
+    # from allowed primitives (or refused) before any data is touched.
+    oracle_fn = resolve_oracle(oracle_fn, rows_shape=(capacity,) + data.shape[1:], rows_dtype=data.dtype,
+                               capacity=capacity)
 
     n = data.shape[0]
     order = canonical_order(data)

@@ -14,10 +14,11 @@ So what an oracle can see is decided here, in one place:
   compiled body is the same whatever the chunk size or device count and
   results agree bit for bit.
 
-Threat model: this module controls the *data* an oracle receives. It does not,
-by itself, stop a hostile oracle from reaching other data through Python or
-JAX side channels; see the oracle package documentation for which oracles
-are trusted.
+This module controls the *data* an oracle receives. Which *code* runs here is
+decided before, by the one gate :func:`gpuprivacy.oracle._trust.resolve_oracle`:
+an analyst's oracle arrives as a program rebuilt from allowed primitives (traced
+in the sandbox process), so it has no Python, custom batching rule or callback
+with which to reach past its block (docs/isolation.md).
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ import functools
 
 import jax
 import jax.numpy as jnp
+
+from gpuprivacy.oracle._trust import library_oracle
 
 # Up to this many removed rows, slot positions are found by comparing against all of them.
 COMPARE_ALL_WIDTH = 16
@@ -132,6 +135,6 @@ def padded_oracle(oracle_fn, capacity: int):
         if value.shape != ():
             raise ValueError(f"the oracle must return a scalar, got shape {value.shape}. Reduce it to one number.")
         return value.astype(jnp.float64)
-    return padded
+    return library_oracle(padded)  # engine code around an oracle already resolved at this capacity
 
 

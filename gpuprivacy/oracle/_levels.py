@@ -34,6 +34,7 @@ import jax.numpy as jnp
 from gpuprivacy._checks import check_data, check_int
 from gpuprivacy.oracle._evaluate import evaluate
 from gpuprivacy.oracle._isolation import apply_oracle, blocks_from_bitmasks, padded_oracle
+from gpuprivacy.oracle._trust import resolve_oracle
 from gpuprivacy.subsets import POWERSET_MAX_N, bitmask_to_removal_index, level_offsets, plan_queries, removals
 
 DEFAULT_CAPACITY = 32
@@ -41,6 +42,12 @@ DEFAULT_CAPACITY = 32
 
 DEFAULT_MAX_QUERIES = 1 << 27
 """Default public budget of oracle calls per release (about 1.3e8)."""
+
+
+def _resolve(oracle_fn, data, capacity):
+    """The oracle as the engine will run it on blocks of the public capacity (the one gate, see _trust)."""
+    return resolve_oracle(oracle_fn, rows_shape=(capacity,) + data.shape[1:], rows_dtype=data.dtype,
+                          capacity=capacity)
 
 
 def check_capacity(capacity, n: int) -> int:
@@ -81,7 +88,7 @@ def evaluate_levels(oracle_fn, data, *, depth: int, capacity: int | None = None,
     depth = min(check_int("depth", depth, minimum=0), n)
     plan_queries(n, depth, max_queries=max_queries, what=f"evaluating n={n} rows to depth {depth}")
     family = removals(n, depth)
-    oracle = padded_oracle(oracle_fn, capacity)
+    oracle = padded_oracle(_resolve(oracle_fn, data, capacity), capacity)
     values = evaluate(oracle, data, family, chunk_size=chunk_size, progress=progress)
     if verify_determinism:
         _check_same(values, evaluate(oracle, data, family, chunk_size=1 if chunk_size != 1 else 4096))
@@ -113,6 +120,7 @@ def evaluate_powerset(oracle_fn, data, *, capacity: int | None = None, max_queri
     check_int("n", n, maximum=POWERSET_MAX_N)
     capacity = check_capacity(capacity, n)
     plan_queries(n, n, max_queries=max_queries, what=f"evaluating the power set of n={n} rows")
+    oracle_fn = _resolve(oracle_fn, data, capacity)  # before any data is touched
     sorted_data = jnp.asarray(data[canonical_order(data)])
     total = 1 << n
     step = min(check_int("chunk_size", chunk_size, minimum=1), total)

@@ -22,6 +22,7 @@ import jax.numpy as jnp
 import optax
 
 from gpuprivacy._checks import check_finite_real, check_int, check_positive, check_probability
+from gpuprivacy.oracle._trust import library_factory, library_oracle
 
 
 def _masked(rows, valid):
@@ -205,6 +206,15 @@ def logistic_regression(coefficient: int = 1, *, steps: int = 200, learning_rate
 
 
 # Names for the CLI and configs: name -> (factory or oracle, parameter names).
+# The package's own oracles run in-process (the trusted fast path); what the factories build does too.
+for _oracle in (count, sum_, mean, variance, median):
+    library_oracle(_oracle)
+quantile = library_factory(quantile)
+trimmed_mean = library_factory(trimmed_mean)
+clipped_mean = library_factory(clipped_mean)
+least_squares = library_factory(least_squares)
+logistic_regression = library_factory(logistic_regression)
+
 ORACLES = {
     "count": (count, ()),
     "sum": (sum_, ()),

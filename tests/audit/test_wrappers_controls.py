@@ -11,13 +11,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from gpuprivacy import PureDP, audit
+from gpuprivacy import PureDP, audit, oracle
 from gpuprivacy.mechanisms import run_trials, wrappers
 
 CONFIDENCE = 1 - 1e-6
 SAMPLES = 10**5
 
 
+@oracle.trusted
 def _drops_f_when_zero_is_present(rows, valid):
     # Adding the row 0.0 lowers f from 2 to 0: a non-monotone oracle.
     return jnp.where((valid & (rows == 0.0)).any(), 0.0, 2.0)

@@ -228,6 +228,7 @@ def test_nan_and_out_of_range_oracle_values_are_nonresponses_not_clipped():
     design = designs.sample_and_aggregate(5 * (t + 1), t)
     data = np.linspace(0, 1, design.n)
 
+    @oracle.trusted
     def sometimes_bad(rows, valid):
         m = jnp.sum(jnp.where(valid, rows, 0.0)) / jnp.sum(valid).astype(jnp.float64)
         return jnp.where(m < 0.3, jnp.nan, jnp.where(m > 0.7, 5.0, m))

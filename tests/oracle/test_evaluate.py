@@ -31,7 +31,7 @@ def test_oracle_sees_exactly_its_subset_sorted_and_zero_padded(name):
     n = 30
     data = np.random.default_rng(0).permutation(np.arange(100.0, 100.0 + n))  # distinct, non-zero
     family = _families(n)[name]
-    blocks, valids = oracle.evaluate(lambda rows, valid: (rows, valid), data, family)
+    blocks, valids = oracle.evaluate(oracle.trusted(lambda rows, valid: (rows, valid)), data, family)
     blocks, valids = np.asarray(blocks), np.asarray(valids)
     assert blocks.shape == (len(family), family.capacity)
     for i in range(len(family)):
@@ -51,7 +51,7 @@ def test_public_capacity_hides_n_from_every_subset(name):
     n, capacity = 30, 40
     data = np.random.default_rng(0).permutation(np.arange(100.0, 100.0 + n))
     family = _families(n)[name]
-    blocks, valids = oracle.evaluate(lambda rows, valid: (rows, valid), data, family, capacity=capacity)
+    blocks, valids = oracle.evaluate(oracle.trusted(lambda rows, valid: (rows, valid)), data, family, capacity=capacity)
     blocks, valids = np.asarray(blocks), np.asarray(valids)
     assert blocks.shape == (len(family), capacity)
     for i in range(len(family)):
@@ -63,13 +63,14 @@ def test_public_capacity_hides_n_from_every_subset(name):
     bigger = np.append(data, 1000.0)
     index = family.subset(len(family) - 1)
     one = subsets.from_indices(n + 1, [index])
-    block, _ = oracle.evaluate(lambda rows, valid: (rows, valid), bigger, one, capacity=capacity)
+    block, _ = oracle.evaluate(oracle.trusted(lambda rows, valid: (rows, valid)), bigger, one, capacity=capacity)
     np.testing.assert_array_equal(np.asarray(block)[0], blocks[len(family) - 1])
 
 
 def test_capacity_below_the_largest_subset_is_refused():
     with pytest.raises(ValueError, match="capacity must be at least the family's largest subset"):
-        oracle.evaluate(lambda rows, valid: rows.sum(), np.arange(10.0), subsets.removals(10, 1), capacity=9)
+        oracle.evaluate(oracle.trusted(lambda rows, valid: rows.sum()), np.arange(10.0), subsets.removals(10, 1),
+                        capacity=9)
 
 
 def test_oracle_never_learns_n_or_positions():
@@ -79,6 +80,7 @@ def test_oracle_never_learns_n_or_positions():
     family = subsets.partition(50, 10)
     seen_shapes = []
 
+    @oracle.trusted
     def spy(rows, valid):
         seen_shapes.append(rows.shape)
         return rows
@@ -181,8 +183,8 @@ def test_explicit_mesh_over_one_device_gives_the_same_values():
 def test_pytree_and_vector_outputs():
     data = np.random.default_rng(5).standard_normal((30, 3))
     family = subsets.partition(30, 3)
-    out = oracle.evaluate(lambda rows, valid: {"s": oracle.sum_(rows, valid), "c": oracle.count(rows, valid)},
-                          data, family)
+    out = oracle.evaluate(oracle.trusted(lambda rows, valid: {"s": oracle.sum_(rows, valid),
+                                                              "c": oracle.count(rows, valid)}), data, family)
     assert out["s"].shape == (3, 3) and out["c"].shape == (3,)
     np.testing.assert_allclose(np.asarray(out["s"]), data.reshape(3, 10, 3).sum(1), rtol=1e-13)
 

@@ -23,6 +23,7 @@ def test_values_follow_removal_order_and_see_only_gathered_rows():
 def test_the_oracle_is_traced_with_the_public_capacity_never_n():
     shapes = []
 
+    @oracle.trusted
     def spy(rows, valid):
         shapes.append((rows.shape, valid.shape))
         return jnp.where(valid, rows, 0.0).sum()
@@ -49,6 +50,7 @@ def test_a_subset_gets_bitwise_the_same_value_in_x_and_in_a_neighbour():
 
 
 def test_nondeterministic_oracles_are_rejected_when_verification_is_on():
+    @oracle.trusted  # in-process, so the determinism check sees the callback's noise
     def noisy(rows, valid):
         extra = jax.pure_callback(lambda: np.float64(np.random.default_rng().normal()),
                                   jax.ShapeDtypeStruct((), jnp.float64))
@@ -73,6 +75,7 @@ def test_power_set_layout_and_levels_split():
 def test_refusal_happens_before_any_oracle_call():
     calls = []
 
+    @oracle.trusted
     def spy(rows, valid):
         calls.append(1)
         return rows.sum()
@@ -87,6 +90,7 @@ def test_power_set_evaluator_matches_gathering_by_canonical_position():
     ordered = data[oracle.canonical_order(data)]
     shapes = []
 
+    @oracle.trusted
     def spy_median(rows, valid):
         shapes.append(rows.shape)
         return oracle.median(rows, valid)

@@ -46,12 +46,12 @@ def test_colex_rank_unrank_round_trip():
 def test_device_unranking_matches_exact_python():
     # The evaluator unranks removal sets on the device; an oracle that returns its
     # whole block shows which rows each subset kept.
-    from gpuprivacy.oracle import evaluate
+    from gpuprivacy.oracle import evaluate, trusted
 
     n, depth = 40, 3
     family = subsets.removals(n, depth)
     data = np.arange(n, dtype=np.float64) + 1.0  # row j has value j + 1: the block names its rows
-    blocks = np.asarray(evaluate(lambda rows, valid: rows, data, family, chunk_size=4093))
+    blocks = np.asarray(evaluate(trusted(lambda rows, valid: rows), data, family, chunk_size=4093))
     assert blocks.shape == (subsets.count_removals(n, depth), n)
     rng = np.random.default_rng(0)
     for index in np.concatenate([[0, 1, n, n + 1, len(family) - 1], rng.integers(0, len(family), 300)]):

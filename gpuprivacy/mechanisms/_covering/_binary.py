@@ -65,11 +65,11 @@ def blackbox_binary(key, data, oracle_fn, *, design: SubsetFamily, epsilon: floa
 
     Examples:
       >>> import jax, numpy as np
-      >>> from gpuprivacy import designs
+      >>> from gpuprivacy import designs, oracle
       >>> from gpuprivacy.mechanisms import blackbox
       >>> t, _ = designs.required_t("binary", epsilon=1.0, beta=0.01)
       >>> design = designs.sample_and_aggregate(80, t=t)
-      >>> always_one = lambda rows, valid: 1.0
+      >>> always_one = oracle.trusted(lambda rows, valid: 1.0)  # our own statistic: runs in-process
       >>> int(blackbox.blackbox_binary(jax.random.key(0), np.zeros(80), always_one, design=design, epsilon=1.0).value)
       1
 

@@ -15,6 +15,8 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from gpuprivacy.oracle import is_trusted, trusted
+
 from gpuprivacy._checks import (
     check_finite_real,
     check_int,
@@ -50,7 +52,7 @@ def average_oracle(empty_value: float = 0.0):
         total = jnp.where(valid, rows.astype(jnp.float64), 0.0).sum()
         return jnp.where(count > 0, total / jnp.maximum(count, 1.0), empty_value)
 
-    return average
+    return trusted(average)  # package code: the trusted fast path
 
 
 def _huber_derivative(residual, width):
@@ -104,7 +106,7 @@ def convex_minimizer_oracle(*, lower: float, upper: float, huber_width: float = 
         theta, _ = jax.lax.fori_loop(0, steps, step, (start, optimizer.init(start)))
         return theta
 
-    return minimizer
+    return trusted(minimizer)  # package code: the trusted fast path
 
 
 def _density(adjacency, valid):
@@ -121,7 +123,10 @@ def induced_subgraph_oracle(graph_fn):
 
     The (trusted) adapter keeps only the columns of the vertices present in
     the subset, so ``graph_fn(adjacency[cap, cap], valid)`` sees exactly the
-    induced subgraph: never an edge to a removed vertex, never n.
+    induced subgraph: never an edge to a removed vertex, never n. The
+    result runs in-process only when ``graph_fn`` is trusted
+    (:func:`gpuprivacy.oracle.trusted`); an untrusted ``graph_fn`` is refused
+    by the sandbox.
     """
     def oracle(rows, valid):
         ids = jnp.where(valid, rows[:, 0], 0).astype(jnp.int64)
@@ -129,7 +134,10 @@ def induced_subgraph_oracle(graph_fn):
         adjacency = jnp.where(valid[:, None] & valid[None, :], adjacency, 0.0)
         return graph_fn(adjacency, valid)
 
-    return oracle
+    # The adapter is package code; the whole oracle runs in-process only when graph_fn is trusted too
+    # (gpuprivacy.oracle.trusted, or the package's own _density). Otherwise it goes to the sandbox, which
+    # refuses a closure over a function it cannot see, so an analyst's graph statistic never runs here.
+    return trusted(oracle) if graph_fn is _density or is_trusted(graph_fn) else oracle
 
 
 def edge_density_oracle():

@@ -1,0 +1,307 @@
+"""Tracing untrusted oracles in a separate process and rebuilding them from allowed primitives.
+
+An analyst supplies an oracle ``f(rows, valid) -> scalar`` and the engine
+vmaps it over thousands of subsets of private data. The analyst is treated as
+an adversary who knows JAX, so Python running in the process that holds the
+data is not a boundary: at trace time an oracle could
+
+1. use ``jax.custom_batching.custom_vmap``, whose batching rule receives the
+   whole vmapped batch (every subset's rows);
+2. walk Python frames (``sys._getframe``) or the heap (``gc.get_objects``) to
+   reach the engine's arrays;
+3. use ``jax.debug.callback``, ``jax.experimental.io_callback`` or
+   ``jax.pure_callback``, whose host function receives every subset, or raise
+   inside a callback to carry data out in an exception message.
+
+The sandbox path closes all three. :func:`sandboxed_oracle` sends the oracle's
+*source* to a worker process (``python -m gpuprivacy.oracle._sandbox_worker``,
+started with an empty environment in a temporary directory) that holds no
+data. The worker traces the UNBATCHED oracle on abstract inputs and answers
+with its jaxpr as plain JSON (decoded here with ``json.loads`` only: no
+pickle, no eval). The engine then validates that tree and rebuilds the oracle
+by binding primitives it looks up itself, from an allow-list of pure,
+deterministic operations with standard batching rules
+(:mod:`gpuprivacy.oracle._rebuild`). The engine batches the rebuilt function
+with its own ``jax.vmap``; the analyst's Python code never runs in the
+process that holds the data.
+
+What is protected:
+  * custom batching rules, callbacks, effects, collectives and randomness are
+    refused by name before any data is touched;
+  * trace-time introspection runs in the worker, which holds no data (it can
+    at most bake what it finds there into constants, which are capped);
+  * the worker is not trusted: an oracle may rewrite it (its encoder
+    included); every answer is validated from scratch by the engine, which
+    also re-traces the rebuilt function and refuses anything that is not a
+    scalar of a real dtype built from allowed primitives;
+  * ``while`` loops are bounded by a public iteration cap
+    (:class:`~gpuprivacy.oracle._rebuild.RebuildLimits`), ``jit`` calls are
+    inlined (the tree cannot choose compiler options), custom derivative
+    rules are dropped (only the primal runs).
+
+What is not protected:
+  * for a *callable* (:func:`sandboxed_oracle` given a function object) the
+    engine reads its source with :mod:`inspect`; whatever the function's
+    module did at import already ran beside the data. Only functions whose
+    source is self-contained (module-level functions, and closures over
+    plain ``bool``/``int``/``float``/``str`` values) are supported; other
+    closures are refused. Pass ``source=`` text (or ``path=``) for oracles
+    that should never be imported by the engine;
+  * timing: the rebuilt oracle's running time may depend on data (e.g. a
+    data-dependent ``while`` loop); the iteration cap bounds it, it does not
+    hide it;
+  * the worker is long-lived and shared by all oracles of a process: one
+    oracle may tamper with how later ones are traced. This is harmless to
+    privacy (every tree is validated, and the wrappers' guarantees hold for
+    any deterministic ``f``) but a hostile oracle can make the *worker*
+    misbehave; restart it with :func:`shutdown_worker`.
+
+Trusted fast path: oracles the package ships (:mod:`gpuprivacy.oracle`'s
+library) and functions the data holder writes themselves may be passed to
+:func:`~gpuprivacy.oracle.evaluate` directly, skipping the sandbox (no
+worker, no re-trace). That path trusts the oracle with the whole batch and
+the process; use the sandbox for any oracle an analyst supplied. The sandbox
+costs one worker round trip per (oracle, block shape); rebuilt functions are
+cached, so repeated evaluations cost nothing extra.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+import os
+import select
+import subprocess
+import sys
+import tempfile
+import textwrap
+import threading
+import time
+from typing import Callable
+
+import jax
+import numpy as np
+
+from gpuprivacy.oracle._rebuild import OracleRefused as OracleRefused
+from gpuprivacy.oracle._rebuild import RebuildLimits as RebuildLimits
+from gpuprivacy.oracle._rebuild import rebuild
+
+WORKER_MODULE = "gpuprivacy.oracle._sandbox_worker"
+DEFAULT_TIMEOUT_S = 120.0
+MAX_RESPONSE_BYTES = 256 << 20
+
+
+class _Worker:
+    """One long-lived worker process; started lazily, restarted if it died."""
+
+    def __init__(self):
+        self.process: subprocess.Popen | None = None
+        self.directory: tempfile.TemporaryDirectory | None = None
+        self.lock = threading.Lock()
+        self.requests = 0  # requests sent (tests check the cache with it)
+        self.starts = 0
+
+    def _start(self) -> None:
+        self.directory = self.directory or tempfile.TemporaryDirectory(prefix="gpuprivacy-sandbox-")
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        env = {"PATH": os.defpath, "PYTHONPATH": root, "PYTHONNOUSERSITE": "1", "PYTHONHASHSEED": "0",
+               "JAX_PLATFORMS": "cpu", "JAX_ENABLE_X64": "1", "HOME": self.directory.name,
+               "TMPDIR": self.directory.name, "XLA_FLAGS": "", "OMP_NUM_THREADS": "1"}
+        self.process = subprocess.Popen([sys.executable, "-m", WORKER_MODULE], stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                        cwd=self.directory.name, env=env, close_fds=True)
+        self.starts += 1
+
+    def stop(self) -> None:
+        process, self.process = self.process, None
+        if process is not None and process.poll() is None:
+            process.kill()
+            process.wait()
+        if process is not None:
+            for stream in (process.stdin, process.stdout):
+                try:
+                    stream.close()
+                except OSError:
+                    pass
+
+    def request(self, message: dict, timeout: float, oracle_name: str) -> dict:
+        with self.lock:
+            if self.process is None or self.process.poll() is not None:
+                self.stop()
+                self._start()
+            self.requests += 1
+            process = self.process
+            try:
+                process.stdin.write((json.dumps(message) + "\n").encode())
+                process.stdin.flush()
+                line = self._read_line(process, time.monotonic() + timeout)
+            except (OSError, TimeoutError, ValueError) as exc:
+                self.stop()
+                raise OracleRefused(f"oracle {oracle_name!r} refused: the sandbox failed ({exc})") from None
+        try:
+            answer = json.loads(line)
+        except (ValueError, RecursionError):
+            raise OracleRefused(f"oracle {oracle_name!r} refused: the sandbox answer is not JSON") from None
+        return answer
+
+    @staticmethod
+    def _read_line(process, deadline: float) -> bytes:
+        fd = process.stdout.fileno()
+        chunks, size = [], 0
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("timed out")
+            ready, _, _ = select.select([fd], [], [], left)
+            if not ready:
+                continue
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                raise OSError("the worker exited")
+            newline = chunk.find(b"\n")
+            if newline >= 0:
+                chunks.append(chunk[:newline])
+                if len(chunk) > newline + 1:
+                    raise ValueError("the worker sent more than one answer")
+                return b"".join(chunks)
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > MAX_RESPONSE_BYTES:
+                raise ValueError("the answer is too large")
+
+
+_WORKER = _Worker()
+_CACHE: dict[tuple, Callable] = {}
+
+
+def shutdown_worker() -> None:
+    """Stops the sandbox worker (the next request starts a fresh one)."""
+    _WORKER.stop()
+
+
+def _config_message() -> dict:
+    return {"x64": bool(jax.config.jax_enable_x64),
+            "jax_numpy_dtype_promotion": str(jax.config.jax_numpy_dtype_promotion),
+            "jax_numpy_rank_promotion": str(jax.config.jax_numpy_rank_promotion)}
+
+
+def trace_in_sandbox(*, source: str | None = None, name: str | None = None, path: str | None = None,
+                     rows_shape, rows_dtype="float64", capacity: int, timeout: float = DEFAULT_TIMEOUT_S,
+                     extra: dict | None = None) -> dict:
+    """Traces an oracle in the worker process and returns its answer, decoded JSON (untrusted).
+
+    Args:
+      source: Python source text defining the oracle (or ``path``).
+      name: the name of the oracle function in that source.
+      path: a file holding the source (the worker reads it).
+      rows_shape, rows_dtype, capacity: the abstract block.
+      timeout: seconds before the worker is killed and the oracle refused.
+      extra: further request fields (closure values, function source; see :func:`sandboxed_oracle`).
+
+    Returns:
+      The worker's answer: ``{"version", "jax_version", "jaxpr"}`` or ``{"error"}``. Untrusted.
+    """
+    if (source is None) == (path is None) or not isinstance(name, str):
+        raise ValueError("trace_in_sandbox needs a name and exactly one of source= or path=.")
+    message = {"name": name, "rows_shape": [int(d) for d in rows_shape], "rows_dtype": np.dtype(rows_dtype).name,
+               "capacity": int(capacity), **_config_message(), **(extra or {})}
+    if source is not None:
+        message["source"] = source
+    else:
+        message["path"] = os.path.abspath(path)
+    return _WORKER.request(message, timeout, name)
+
+
+def _closure_value(fn, key, value):
+    if value is None or isinstance(value, (bool, int, str)) and type(value) in (bool, int, str):
+        return value
+    if type(value) is float:
+        return {"float": value.hex()}
+    module = sys.modules.get(fn.__module__)
+    if callable(value) and module is not None and getattr(module, getattr(value, "__name__", ""), None) is value:
+        return None  # a function of the same module: the module source defines it
+    raise OracleRefused(f"oracle {fn.__qualname__!r} refused: it closes over {key!r} of type "
+                        f"{type(value).__name__}, which its source does not define; only bool/int/float/str "
+                        "closure values are supported (pass source text instead).")
+
+
+def _callable_request(fn) -> tuple[str, str, dict]:
+    """(module source, name, extra request fields) for a function object."""
+    label = getattr(fn, "__qualname__", repr(fn))
+    if not inspect.isfunction(fn) or fn.__name__ == "<lambda>":
+        raise OracleRefused(f"oracle {label!r} refused: only plain (def) functions can be sent to the sandbox "
+                            "by reference; pass source= text instead.")
+    module = inspect.getmodule(fn)
+    try:
+        module_source = inspect.getsource(module) if module is not None else ""
+        fn_source = textwrap.dedent(inspect.getsource(fn))
+    except (OSError, TypeError):
+        raise OracleRefused(f"oracle {label!r} refused: its source is not available") from None
+    extra: dict = {"filename": getattr(module, "__file__", None) or "<oracle>"}
+    cells = fn.__closure__ or ()
+    if cells or fn.__qualname__ != fn.__name__:
+        closure = {}
+        for key, cell in zip(fn.__code__.co_freevars, cells):
+            try:
+                value = cell.cell_contents
+            except ValueError:
+                raise OracleRefused(f"oracle {label!r} refused: closure variable {key!r} is unbound") from None
+            encoded = _closure_value(fn, key, value)
+            if encoded is not None or value is None:
+                closure[key] = encoded
+        extra["closure"] = closure
+        extra["function_source"] = fn_source
+    return module_source, fn.__name__, extra
+
+
+def sandboxed_oracle(oracle: Callable | None = None, *, source: str | None = None, name: str | None = None,
+                     path: str | None = None, rows_shape, rows_dtype="float64", capacity: int,
+                     limits: RebuildLimits | None = None, timeout: float = DEFAULT_TIMEOUT_S) -> Callable:
+    """The oracle traced in the sandbox and rebuilt from allowed primitives (cached per oracle and shape).
+
+    Args:
+      oracle: a function object (its source is read with :mod:`inspect`; see the module notes), or None.
+      source: Python source text defining the oracle (with ``name``).
+      name: the oracle's function name in ``source`` / ``path``.
+      path: a file holding the source (read by the engine for the cache key, traced by the worker).
+      rows_shape: the block shape ``(capacity, ...)``.
+      rows_dtype: the block dtype.
+      capacity: the block capacity.
+      limits: public caps on the rebuilt oracle.
+      timeout: seconds for one worker request.
+
+    Returns:
+      ``f(rows, valid) -> scalar`` to batch with the engine's own ``jax.vmap``.
+
+    Raises:
+      OracleRefused: the oracle failed to trace, or uses anything off the allow-list.
+    """
+    extra: dict = {}
+    if oracle is not None:
+        if source is not None or path is not None:
+            raise ValueError("pass either an oracle function or source=/path=, not both.")
+        source, name, extra = _callable_request(oracle)
+        label = getattr(oracle, "__qualname__", name)
+    else:
+        if not isinstance(name, str) or (source is None) == (path is None):
+            raise ValueError("sandboxed_oracle needs an oracle function, or name= with exactly one of source=/path=.")
+        if path is not None:
+            with open(path, encoding="utf-8") as fh:
+                source = fh.read()
+            extra = {"filename": os.path.abspath(path)}
+        label = name
+    rows_shape = tuple(int(d) for d in rows_shape)
+    rows_dtype = np.dtype(rows_dtype)
+    digest = hashlib.sha256(json.dumps([source, extra], sort_keys=True).encode()).hexdigest()
+    key = (digest, name, rows_shape, rows_dtype.name, int(capacity), jax.__version__,
+           tuple(sorted(_config_message().items())), limits)
+    cached = _CACHE.get(key)
+    if cached is not None:
+        return cached
+    answer = trace_in_sandbox(source=source, name=name, rows_shape=rows_shape, rows_dtype=rows_dtype,
+                              capacity=capacity, timeout=timeout, extra=extra)
+    fn = rebuild(answer, rows_shape=rows_shape, rows_dtype=rows_dtype, capacity=capacity, limits=limits,
+                 oracle_name=label)
+    _CACHE[key] = fn
+    return fn
