@@ -248,3 +248,19 @@ def test_the_audit_has_power_against_a_trusted_attack():
     result = audit.audit(mechanism, X[:4], np.r_[X[:4], SECRET], num_samples=AUDIT_SAMPLES,
                          confidence=AUDIT_CONFIDENCE, key=jax.random.key(7))
     assert result.violated and result.epsilon_lower > 1.0, result
+
+
+@pytest.mark.parametrize("source,cause", [
+    ("def f(rows, valid):\n    return rows\n", r"must return a scalar of a real dtype, got float64\[13\]"),
+    ("def f(rows, valid)\n    return 1\n", "SyntaxError"),
+    ("def f(rows, valid):\n    return 'a'\n", "not a valid JAX type"),
+    ("def g(rows, valid):\n    return rows.sum()\n", "no callable named 'f'"),
+])
+def test_bad_oracles_get_one_clear_error_naming_the_oracle_and_nothing_is_evaluated(source, cause, monkeypatch):
+    touched = []
+    original = oracle.canonical_order
+    monkeypatch.setattr("gpuprivacy.oracle._evaluate.canonical_order",
+                        lambda data: touched.append(1) or original(data))
+    with pytest.raises(oracle.OracleRefused, match=rf"(?s)oracle 'f' refused: .*{cause}"):
+        oracle.evaluate(oracle.untrusted(source=source, name="f"), X_PLUS, subsets.removals(13, 1))
+    assert not touched
