@@ -55,15 +55,29 @@ def _exact(value: Any) -> Fraction | mpmath.mpf:
     raise TypeError(f"expected an int, float, Fraction or mpmath.mpf, got {value!r} of type {type(value).__name__}.")
 
 
-def _nearest(exact: Fraction | mpmath.mpf) -> float:
+def _magnitude(exact: Fraction | mpmath.mpf) -> str:
+    """About how large ``exact`` is, in a few characters (never its hundreds of exact digits)."""
+    if isinstance(exact, Fraction):
+        exact = mpmath.mpf(exact.numerator) / exact.denominator
+    return mpmath.nstr(exact, 3)
+
+
+def _too_large(exact, what: str, hint: str) -> ValueError:
+    return ValueError(f"{what} is about {_magnitude(exact)}, beyond the largest float64 (1.8e308): {hint}")
+
+
+_HINT = "use a larger epsilon, or a smaller sensitivity or range."
+
+
+def _nearest(exact: Fraction | mpmath.mpf, what: str = "the value", hint: str = _HINT) -> float:
     if isinstance(exact, mpmath.mpf) and not mpmath.isfinite(exact):
         raise ValueError(f"{exact} is not a finite real number; it cannot be rounded to a float64 bound.")
     try:
         value = float(exact)
     except OverflowError:
-        raise ValueError(f"{exact} does not fit in a float64; use smaller parameters.") from None
+        raise _too_large(exact, what, hint) from None
     if math.isinf(value):
-        raise ValueError(f"{exact} does not fit in a float64; use smaller parameters.")
+        raise _too_large(exact, what, hint)
     return value
 
 
@@ -71,7 +85,7 @@ def _below(value: float, exact: Fraction | mpmath.mpf) -> bool:
     return Fraction(value) < exact if isinstance(exact, Fraction) else mpmath.mpf(value) < exact
 
 
-def float_up(exact: Any) -> float:
+def float_up(exact: Any, *, what: str = "the value", hint: str = _HINT) -> float:
     """The smallest float64 ``>= exact`` (an int, float, Fraction or mpmath number; see the module contract).
 
     Examples:
@@ -81,15 +95,15 @@ def float_up(exact: Any) -> float:
       (1.0, 0.5)
     """
     exact = _exact(exact)
-    value = _nearest(exact)
+    value = _nearest(exact, what, hint)
     if _below(value, exact):
         value = math.nextafter(value, math.inf)
         if math.isinf(value):
-            raise ValueError(f"{exact} does not fit in a float64; use smaller parameters.")
+            raise _too_large(exact, what, hint)
     return value
 
 
-def float_down(exact: Any) -> float:
+def float_down(exact: Any, *, what: str = "the value", hint: str = _HINT) -> float:
     """The largest float64 ``<= exact`` (an int, float, Fraction or mpmath number; see the module contract).
 
     Examples:
@@ -99,15 +113,16 @@ def float_down(exact: Any) -> float:
       True
     """
     exact = _exact(exact)
-    value = _nearest(exact)
+    value = _nearest(exact, what, hint)
     if not _below(value, exact) and value != exact:
         value = math.nextafter(value, -math.inf)
         if math.isinf(value):
-            raise ValueError(f"{exact} does not fit in a float64; use smaller parameters.")
+            raise _too_large(exact, what, hint)
     return value
 
 
-def divide_up(numerator: Any, denominator: Any, *, multiplier: int = 1) -> Any:
+def divide_up(numerator: Any, denominator: Any, *, multiplier: int = 1, what: str | None = None,
+              hint: str = _HINT) -> Any:
     """``multiplier * numerator / denominator`` rounded up to a float64.
 
     Concrete inputs give a Python float that is an upper bound on the exact
@@ -118,12 +133,14 @@ def divide_up(numerator: Any, denominator: Any, *, multiplier: int = 1) -> Any:
     """
     if is_tracer(numerator) or is_tracer(denominator):
         return (multiplier * jnp.asarray(numerator, jnp.float64)) / jnp.asarray(denominator, jnp.float64)
-    return float_up(Fraction(multiplier) * Fraction(numerator) / Fraction(denominator))
+    if what is None:
+        what = f"{multiplier} * {numerator!r} / {denominator!r}"
+    return float_up(Fraction(multiplier) * Fraction(numerator) / Fraction(denominator), what=what, hint=hint)
 
 
-def sum_up(values: Iterable[Any]) -> float:
+def sum_up(values: Iterable[Any], *, what: str = "the sum", hint: str = _HINT) -> float:
     """The exact sum of floats (or Fractions), rounded up to a float; exact sums stay exact."""
-    return float_up(sum((Fraction(v) for v in values), Fraction(0)))
+    return float_up(sum((Fraction(v) for v in values), Fraction(0)), what=what, hint=hint)
 
 
 def round_up(value: Any, *, ulps: int = 1) -> Any:

@@ -156,6 +156,11 @@ def gaussian_sigma_analytic(epsilon: float, delta: float, sensitivity: float = 1
     return _gaussian_sigma_analytic(epsilon, delta, sensitivity)
 
 
+# The largest noise level calibrated here: beyond it a release is noise at every float64 scale, and
+# sums and doublings in the search would overflow.
+_SIGMA_LIMIT = 1e300
+
+
 @functools.lru_cache(maxsize=1024)
 def _gaussian_sigma_analytic(epsilon: float, delta: float, sensitivity: float) -> float:
     with mpmath.workdps(_dps(delta)):
@@ -164,7 +169,19 @@ def _gaussian_sigma_analytic(epsilon: float, delta: float, sensitivity: float) -
         def ok(sigma: float) -> bool:
             return _balle_wang_delta(sigma, epsilon, sensitivity) <= target
 
-        guess = sensitivity * math.sqrt(2 * math.log(1.25 / delta)) / epsilon
+        # Two upper bounds on the analytic sigma: the classic one, and Delta / (delta sqrt(2 pi)), which
+        # already holds at epsilon = 0 (there delta(sigma) = 2 Phi(Delta / 2 sigma) - 1 <= Delta / (sigma
+        # sqrt(2 pi))) and so at every epsilon > 0, where delta(sigma) is smaller. With the smaller one as
+        # the start, ok(guess) holds and the search is bounded: at most ~1100 halvings of lo and ~64
+        # bisection steps, whatever epsilon (a tiny epsilon used to overflow the classic start and hang).
+        classic = mpmath.mpf(sensitivity) * mpmath.sqrt(2 * mpmath.log(mpmath.mpf("1.25") / target)) / epsilon
+        small_epsilon = mpmath.mpf(sensitivity) / (target * mpmath.sqrt(2 * mpmath.pi)) * (1 + mpmath.mpf(10) ** -9)
+        guess_exact = min(classic, small_epsilon)
+        if guess_exact > _SIGMA_LIMIT:
+            raise ValueError(f"the Gaussian noise for epsilon = {epsilon!r}, delta = {delta!r}, sensitivity = "
+                             f"{sensitivity!r} would need sigma of about {mpmath.nstr(guess_exact, 3)}, beyond "
+                             f"{_SIGMA_LIMIT:.0e}: use a smaller sensitivity, or a larger delta or epsilon.")
+        guess = float(guess_exact)
         lo = hi = guess
         while not ok(hi):
             lo, hi = hi, hi * 2

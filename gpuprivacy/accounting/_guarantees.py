@@ -197,11 +197,14 @@ def compose(*guarantees):
                         "Convert them first, e.g. PureDP(e).to_zcdp().")
     kind = kinds.pop()
     if kind is PureDP:
-        return PureDP(sum_up(g.epsilon for g in guarantees))
+        return PureDP(sum_up((g.epsilon for g in guarantees), what="the composed epsilon",
+                             hint="the guarantees' epsilons add up past any float; compose fewer or smaller ones."))
     if kind is ZCDP:
-        return ZCDP(sum_up(g.rho for g in guarantees))
+        return ZCDP(sum_up((g.rho for g in guarantees), what="the composed rho",
+                           hint="the guarantees' rhos add up past any float; compose fewer or smaller ones."))
     if kind is ApproxDP:
-        epsilon = sum_up(g.epsilon for g in guarantees)
+        epsilon = sum_up((g.epsilon for g in guarantees), what="the composed epsilon",
+                         hint="the guarantees' epsilons add up past any float; compose fewer or smaller ones.")
         delta = sum_up(g.delta for g in guarantees)
         if delta >= 1.0:
             raise ValueError(f"compose: the deltas add up to {delta!r} >= 1, a vacuous guarantee. "

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import sys
 
+from gpuprivacy.cli._types import seed_argument
+
 
 def add_audit_parser(subparsers) -> None:
     parser = subparsers.add_parser("audit", help="audit a mechanism's privacy claim empirically")
@@ -16,7 +18,7 @@ def add_audit_parser(subparsers) -> None:
     parser.add_argument("--epsilon", type=float, action="append", help="audit at this epsilon (repeatable)")
     parser.add_argument("--confidence", type=float, default=1 - 1e-6)
     parser.add_argument("--candidates", type=int, default=20, help="pairs tried by --pair search")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=seed_argument, default=0, help="PRNG seed, 0 <= seed < 2**63")
     parser.add_argument("--no-progress", action="store_true")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.set_defaults(handler=run_audit)

@@ -42,6 +42,8 @@ def _gaussian(key, data, oracle_fn, args):
 
 
 ESTIMATORS = (
-    Estimator("laplace", _laplace, "statistic + Laplace noise with your declared --sensitivity"),
-    Estimator("gaussian", _gaussian, "statistic + analytic Gaussian noise (--delta) with your --sensitivity"),
+    Estimator("laplace", _laplace, "statistic + Laplace noise with your declared --sensitivity",
+              options=("sensitivity", "secure")),
+    Estimator("gaussian", _gaussian, "statistic + analytic Gaussian noise (--delta) with your --sensitivity",
+              options=("delta", "sensitivity", "secure")),
 )

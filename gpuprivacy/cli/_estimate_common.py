@@ -29,6 +29,7 @@ class Estimator:
     run: Callable
     help: str
     add_arguments: Callable | None = None
+    options: tuple[str, ...] = ()  # the option dests (beyond data, statistic, epsilon, seed) that run() reads
 
 
 def statistic_on_full_data(data, oracle_fn):

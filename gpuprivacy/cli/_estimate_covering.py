@@ -109,5 +109,6 @@ def run(key, data, oracle_fn, args) -> dict:
 
 ESTIMATORS = (
     Estimator("blackbox", run, "black-box statistic over a covering design (Steinke & Steinke): --lower/--upper, "
-        "--budget or --m, --design", add_arguments),
+        "--budget or --m, --design", add_arguments,
+              options=("beta", "budget", "delta", "design", "lower", "m", "max_work", "resolution", "rho", "upper", "variant")),
 )

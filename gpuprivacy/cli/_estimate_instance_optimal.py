@@ -63,8 +63,10 @@ def _run(mechanism):
 ESTIMATORS = (
     Estimator("piecewise-laplace", _run("piecewise-laplace"),
         "median/quantile/clipped_mean by the piecewise Laplace mechanism (Durfee 2025) on --lower/--upper",
-        add_arguments),
+        add_arguments,
+              options=("clip", "lower", "upper")),
     Estimator("inverse-sensitivity", _run("inverse-sensitivity"),
         "median/quantile/clipped_mean by the inverse sensitivity mechanism on --lower/--upper",
-        add_arguments),
+        add_arguments,
+              options=("clip", "lower", "upper")),
 )

@@ -58,5 +58,6 @@ def run(key, data, oracle_fn, args):
 
 ESTIMATORS = (
     Estimator("sens-o-matic", run, "any statistic by Sens-o-Matic (Linder et al.), no sensitivity needed: "
-        "--lower/--upper grid, --grid-points, --beta, --max-depth", add_arguments),
+        "--lower/--upper grid, --grid-points, --beta, --max-depth", add_arguments,
+              options=("beta", "capacity", "grid_points", "lower", "max_depth", "upper")),
 )

@@ -15,6 +15,8 @@ import platform
 import sys
 from pathlib import Path
 
+from gpuprivacy.cli._types import finite_float, seed_argument
+
 EXIT_BAD_INPUT = 2
 
 
@@ -98,13 +100,15 @@ def build_parser() -> argparse.ArgumentParser:
     est.add_argument("--delta", type=_delta)
     est.add_argument("--sensitivity", type=_positive_float("--sensitivity"))
     est.add_argument("--secure", action="store_true", help="floating-point-safe noise on a 2^-k grid")
-    est.add_argument("--seed", type=int, help="PRNG seed (default: fresh OS entropy, printed in --json)")
+    est.add_argument("--seed", type=seed_argument,
+                     help="PRNG seed, 0 <= seed < 2**63 (default: fresh OS entropy, printed in --json)")
     est.add_argument("--json", action="store_true", help="print one JSON object")
     # Options several estimators share, defined once (each estimator says what they mean for it).
     shared = est.add_argument_group("public range and accuracy (mechanisms that need them)")
-    shared.add_argument("--lower", type=float, help="public lower end: of the output grid (sens-o-matic, blackbox) "
+    shared.add_argument("--lower", type=finite_float("--lower"),
+                        help="public lower end: of the output grid (sens-o-matic, blackbox) "
                         "or of the data domain (piecewise-laplace, inverse-sensitivity)")
-    shared.add_argument("--upper", type=float, help="public upper end (see --lower)")
+    shared.add_argument("--upper", type=finite_float("--upper"), help="public upper end (see --lower)")
     shared.add_argument("--beta", type=float, help="accuracy failure probability (sens-o-matic, blackbox; "
                         "default 0.05)")
     users: dict = {}  # an estimator family may share one add_arguments (e.g. piecewise-laplace, inverse-sensitivity)
@@ -113,6 +117,8 @@ def build_parser() -> argparse.ArgumentParser:
             users.setdefault(estimator.add_arguments, []).append(estimator.name)
     for add_arguments, names in users.items():
         add_arguments(est.add_argument_group("--mechanism " + " / ".join(names)))
+    # Every option's default, so that an option a mechanism does not use is refused rather than echoed.
+    est.set_defaults(option_defaults={a.dest: a.default for a in est._actions if a.option_strings})
 
     sweep = sub.add_parser("sweep", help="run a declarative TOML grid, resumably")
     sweep.add_argument("config", type=Path)
@@ -213,12 +219,19 @@ def read_csv_column(path: Path, column: str):
         header = [h.strip() for h in header]
         if column not in header:
             raise CliError(f"--column {column!r} is not in {path}; its columns are {header}.")
+        if header.count(column) > 1:
+            raise CliError(f"--data {path}: the header names column {column!r} {header.count(column)} times; "
+                           "rename the duplicates so that --column picks exactly one.")
         j = header.index(column)
         values = []
         for line, row in enumerate(reader, start=2):
             if not row:
                 continue
-            cell = row[j].strip() if j < len(row) else ""
+            if len(row) != len(header):
+                raise CliError(f"{path}, line {line}: {len(row)} cell(s) under a header of {len(header)} "
+                               f"column(s). Fix the row (a missing or an extra cell); gpuprivacy never guesses "
+                               "which cell belongs to which column.")
+            cell = row[j].strip()
             try:
                 value = float(cell)
             except ValueError:
@@ -233,10 +246,41 @@ def read_csv_column(path: Path, column: str):
     return np.asarray(values, dtype=np.float64)
 
 
+# Options every estimator reads (the data, the statistic, the budget, the output).
+_COMMON_OPTIONS = frozenset({"data", "column", "statistic", "oracle", "param", "mechanism", "epsilon", "seed", "json",
+                             "help"})
+
+
+def _refuse_unused_options(args, estimator) -> None:
+    """An option the chosen mechanism does not read is an error, never silently echoed or ignored."""
+    unused = []
+    for dest, default in args.option_defaults.items():
+        if dest in _COMMON_OPTIONS or dest in estimator.options:
+            continue
+        if getattr(args, dest, default) != default:
+            unused.append("--" + dest.replace("_", "-"))
+    if not unused:
+        return
+    from gpuprivacy.cli._estimators import ESTIMATORS
+
+    takes = ", ".join("--" + o.replace("_", "-") for o in sorted(estimator.options)) or "no options of its own"
+    message = (f"--mechanism {estimator.name} does not use {', '.join(unused)}; it takes {takes}. Remove the "
+               "option (gpuprivacy never ignores one silently).")
+    if "--secure" in unused:
+        secure = sorted(name for name, e in ESTIMATORS.items() if "secure" in e.options)
+        message += f" A secure (floating-point-safe) release path exists for: {', '.join(secure)}."
+    raise ValueError(message)
+
+
 def cmd_estimate(args) -> None:
     from gpuprivacy.cli._estimators import ESTIMATORS, make_key
     from gpuprivacy.oracle import oracle_by_name
 
+    _refuse_unused_options(args, ESTIMATORS[args.mechanism])
+    lower, upper = getattr(args, "lower", None), getattr(args, "upper", None)
+    if lower is not None and upper is not None and not lower < upper:
+        raise ValueError(f"--lower must be below --upper (the public range [lower, upper]), got --lower {lower} "
+                         f"--upper {upper}.")
     data = read_csv_column(args.data, args.column)
     if args.oracle is not None:
         if args.mechanism not in _ANY_ORACLE:

@@ -51,6 +51,10 @@ SUBSETS_AXIS = "subsets"
 _DEFAULT_CHUNK_ELEMENTS = 1 << 22
 # Subsets per vmapped oracle call; chunks are whole numbers of micro-batches.
 MICRO_BATCH = 128
+DEFAULT_MAX_QUERIES = 1 << 27
+"""Default public budget of oracle calls per evaluation (about 1.3e8); pass ``max_queries`` to change it."""
+# An order of magnitude for the time a refused family would take (a CPU evaluates ~1e6 subsets/s).
+_SUBSETS_PER_SECOND = 1e6
 
 
 def default_mesh() -> Mesh:
@@ -90,7 +94,7 @@ def gather_subset(data, kept_indices) -> tuple[np.ndarray, np.ndarray]:
 
 
 def evaluate(oracle_fn: Callable, data, family: SubsetFamily, *, chunk_size: int | None = None,
-             mesh: Mesh | None = None, max_queries: int | None = None, capacity: int | None = None,
+             mesh: Mesh | None = None, max_queries: int | None = DEFAULT_MAX_QUERIES, capacity: int | None = None,
              progress: bool = False) -> jax.Array:
     """Evaluates ``oracle_fn`` on every subset of ``family``.
 
@@ -109,7 +113,8 @@ def evaluate(oracle_fn: Callable, data, family: SubsetFamily, *, chunk_size: int
         (128), at least two. Results do not depend on it, bit for bit.
       mesh: a mesh with a ``"subsets"`` axis; default: all devices when there
         are several, else the default device.
-      max_queries: refuse families with more subsets than this (a public limit).
+      max_queries: refuse families with more subsets than this (a public limit;
+        default :data:`DEFAULT_MAX_QUERIES`, about 1.3e8; None for no limit).
       capacity: the public block size the oracle sees, at least the family's
         largest subset (the default). Under add/remove neighbours n itself
         is private, and a family that contains the whole dataset (e.g.
@@ -135,6 +140,12 @@ def evaluate(oracle_fn: Callable, data, family: SubsetFamily, *, chunk_size: int
         raise ValueError(f"family is over n = {family.n} rows but data has {data.shape[0]} rows. Build the family "
                          "for this dataset.")
     chunk_size = check_chunk_size(chunk_size)
+    if max_queries is not None and family.num_subsets > check_int("max_queries", max_queries, minimum=1):
+        hours = family.num_subsets / _SUBSETS_PER_SECOND / 3600
+        raise ValueError(f"{family.name or 'the family'} has {family.num_subsets:,} subsets ({family.num_subsets:.2e}), "
+                         f"more than max_queries={max_queries}; at about {_SUBSETS_PER_SECOND:.0e} subsets per "
+                         f"second (a CPU) that is about {hours:,.1f} hours. Use a smaller family, or pass "
+                         "max_queries=N to raise the budget (max_queries=None for none).")
     check_family_size(family, max_queries)
     if capacity is None:
         capacity = family.capacity

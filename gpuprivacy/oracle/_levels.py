@@ -32,7 +32,7 @@ import jax
 import jax.numpy as jnp
 
 from gpuprivacy._checks import check_data, check_int
-from gpuprivacy.oracle._evaluate import evaluate
+from gpuprivacy.oracle._evaluate import DEFAULT_MAX_QUERIES, evaluate
 from gpuprivacy.oracle._isolation import apply_oracle, blocks_from_bitmasks, padded_oracle
 from gpuprivacy.oracle._trust import resolve_oracle
 from gpuprivacy.subsets import POWERSET_MAX_N, bitmask_to_removal_index, level_offsets, plan_queries, removals
@@ -40,8 +40,7 @@ from gpuprivacy.subsets import POWERSET_MAX_N, bitmask_to_removal_index, level_o
 DEFAULT_CAPACITY = 32
 """Public block capacity the untrusted oracle is traced with (rows beyond |z| are zero, ``valid`` False)."""
 
-DEFAULT_MAX_QUERIES = 1 << 27
-"""Default public budget of oracle calls per release (about 1.3e8)."""
+
 
 
 def _resolve(oracle_fn, data, capacity):
@@ -89,9 +88,11 @@ def evaluate_levels(oracle_fn, data, *, depth: int, capacity: int | None = None,
     plan_queries(n, depth, max_queries=max_queries, what=f"evaluating n={n} rows to depth {depth}")
     family = removals(n, depth)
     oracle = padded_oracle(_resolve(oracle_fn, data, capacity), capacity)
-    values = evaluate(oracle, data, family, chunk_size=chunk_size, progress=progress)
+    values = evaluate(oracle, data, family, chunk_size=chunk_size, progress=progress,
+                      max_queries=None)  # planned above against this call's max_queries
     if verify_determinism:
-        _check_same(values, evaluate(oracle, data, family, chunk_size=1 if chunk_size != 1 else 4096))
+        _check_same(values, evaluate(oracle, data, family, chunk_size=1 if chunk_size != 1 else 4096,
+                                     max_queries=None))
     return values
 
 

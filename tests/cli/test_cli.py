@@ -61,6 +61,9 @@ def test_estimate_gaussian_needs_delta(csv_file, capsys):
     ("x\n", [], "no data rows"),
     ("", [], "empty"),
     ("x\n1\n2\n", ["--column", "nope"], "is not in"),
+    ("x,x\n1,2\n", [], "names column 'x' 2 times"),
+    ("x\n0.2,9\n0.3\n", [], "line 2: 2 cell(s) under a header of 1 column(s)"),
+    ("x,y\n1,2\n3\n", [], "line 3: 1 cell(s) under a header of 2 column(s)"),
     ("x\n1\n2\n", ["--sensitivity-missing"], "--sensitivity"),
 ])
 def test_estimate_bad_input_exits_nonzero_with_a_message(tmp_path, capsys, content, extra, match):
@@ -94,3 +97,43 @@ def test_missing_file_is_a_clear_error(tmp_path, capsys):
     assert main(["estimate", "--data", str(tmp_path / "none.csv"), "--column", "x", "--statistic", "mean",
                  "--mechanism", "laplace", "--epsilon", "1", "--sensitivity", "1"]) == 2
     assert "no such file" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("seed", [str(2**63), str(2**70), "-1", "1.5"])
+def test_an_out_of_range_seed_is_a_clean_error(csv_file, seed):
+    # Through a real process: exit 2 and one message, no traceback (an OverflowError used to escape).
+    code, out, err = _run_cli("estimate", "--data", str(csv_file), "--column", "x", "--statistic", "mean",
+                              "--mechanism", "laplace", "--epsilon", "1", "--sensitivity", "1", "--seed", seed)
+    assert code == 2 and "--seed" in err and "Traceback" not in err
+    code, _, err = _run_cli("audit", "laplace", "--seed", seed, "--samples", "10")
+    assert code == 2 and "--seed" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("lower,upper,match", [("1", "0", "--lower must be below --upper"),
+                                               ("0", "nan", "--upper must be finite"),
+                                               ("0", "inf", "--upper must be finite")])
+def test_a_bad_public_range_is_named(csv_file, capsys, lower, upper, match):
+    args = ["estimate", "--data", str(csv_file), "--column", "x", "--statistic", "mean", "--mechanism",
+            "sens-o-matic", "--epsilon", "1", "--lower", lower, "--upper", upper]
+    try:
+        code = main(args)
+    except SystemExit as exit_:
+        code = exit_.code
+    assert code == 2
+    assert match in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("mechanism,extra,match", [
+    ("laplace", ["--sensitivity", "1", "--delta", "1e-6", "--max-depth", "3"], "does not use --delta, --max-depth"),
+    ("piecewise-laplace", ["--lower", "0", "--upper", "30", "--sensitivity", "5"], "does not use --sensitivity"),
+    ("piecewise-laplace", ["--lower", "0", "--upper", "30", "--secure"],
+     "secure .*release path exists for: gaussian, laplace"),
+    ("sens-o-matic", ["--lower", "0", "--upper", "30", "--secure"], "does not use --secure"),
+])
+def test_options_a_mechanism_does_not_use_are_refused(csv_file, capsys, mechanism, extra, match):
+    import re
+
+    args = ["estimate", "--data", str(csv_file), "--column", "x", "--statistic", "median", "--mechanism", mechanism,
+            "--epsilon", "1", *extra]
+    assert main(args) == 2
+    assert re.search(match, capsys.readouterr().err)

@@ -65,7 +65,7 @@ def test_zcdp_and_binary_variants(csv_file, capsys):
 
 @pytest.mark.parametrize("extra,match", [
     (["--epsilon", "1"], "--lower"),
-    (["--epsilon", "1", "--lower", "1", "--upper", "0"], "upper must be > lower"),
+    (["--epsilon", "1", "--lower", "1", "--upper", "0"], "--lower must be below --upper"),
     (["--epsilon", "1", "--lower", "0", "--upper", "10", "--budget", "5"], "no covering design"),
     (["--epsilon", "1", "--lower", "0", "--upper", "10", "--m", "600"], "--m must satisfy"),
 ])

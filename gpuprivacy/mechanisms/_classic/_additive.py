@@ -170,7 +170,7 @@ def laplace_mechanism(key: Key, value: Array, *, epsilon: float, sensitivity: fl
         released = jnp.asarray(noise.secure_laplace(key, value, epsilon=epsilon, sensitivity=effective,
                                                     granularity=granularity), jnp.float64)
     else:
-        scale = jnp.asarray(divide_up(sensitivity, epsilon), jnp.float64)
+        scale = jnp.asarray(divide_up(sensitivity, epsilon, what=f"the Laplace scale sensitivity / epsilon = {sensitivity!r} / {epsilon!r}"), jnp.float64)
         released = _additive_laplace(key, value, scale)
     return Release(released, LaplaceInfo(scale=scale, nonprivate_value=value))
 

@@ -69,7 +69,7 @@ def check_dataset(data: Any, lower: float, upper: float, clip: bool, *, batched:
     if batched and arr.ndim == 1:
         want = 1
     if arr.ndim != want:
-        hint = " Use jax.vmap, or the batched bound providers, for several datasets." if arr.ndim > want else ""
+        hint = (" For several datasets (one per trial) use gpuprivacy.mechanisms.run_trials(mechanism, key, num_trials, data, batched_args=True, ...), or jax.vmap." if arr.ndim > want else "")
         raise ValueError(f"{name} must be a 1-D array of n values{' (or [B, n])' if batched else ''}, got shape "
                          f"{arr.shape}.{hint}")
     # The one out-of-domain rule shared by every private median (gpuprivacy._checks).

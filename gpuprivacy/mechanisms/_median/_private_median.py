@@ -171,7 +171,8 @@ def _check_median_data(data):
     data = check_data(data)
     if not is_tracer(data) and data.ndim != 1:
         raise ValueError(f"data must be a vector of n real records, got shape {data.shape}. "
-                         "Use jax.vmap or private_median_trials for batches.")
+                         "For one dataset per trial use gpuprivacy.mechanisms.run_trials(private_median, key, "
+                         "num_trials, data, batched_args=True, ...).")
     return data
 
 

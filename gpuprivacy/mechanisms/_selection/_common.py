@@ -58,7 +58,9 @@ class SelectionInfo(NamedTuple):
 
 
 def _selection_scale(epsilon, sensitivity, monotonic):
-    return divide_up(sensitivity, epsilon, multiplier=1 if monotonic else 2)
+    multiplier = 1 if monotonic else 2
+    return divide_up(sensitivity, epsilon, multiplier=multiplier,
+                     what=f"the noise scale {multiplier} * sensitivity / epsilon = {multiplier} * {sensitivity!r} / {epsilon!r}")
 
 
 def _check_selection(key, scores, epsilon, sensitivity, monotonic, name="scores"):

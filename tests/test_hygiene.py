@@ -1,0 +1,73 @@
+"""Release hygiene: bad or extreme input gets a short, clear error naming the parameter (never a raw
+exception, a 390-digit fraction or a hang)."""
+
+import time
+
+import jax
+import numpy as np
+import pytest
+
+from gpuprivacy import accounting, mechanisms, oracle, subsets
+from gpuprivacy.cli import main
+
+
+@pytest.mark.parametrize("call,names", [
+    (lambda: mechanisms.laplace_mechanism(jax.random.key(0), 1.0, epsilon=1e-310), ("Laplace scale", "1e-310")),
+    (lambda: mechanisms.laplace_mechanism(jax.random.key(0), 1.0, epsilon=1e-10, sensitivity=1e300),
+     ("Laplace scale", "1e+300")),
+    (lambda: mechanisms.report_noisy_max(jax.random.key(0), [1.0, 2.0], epsilon=1e-310), ("noise scale", "1e-310")),
+    (lambda: accounting.compose(accounting.PureDP(1e308), accounting.PureDP(1e308)), ("composed epsilon",)),
+    (lambda: mechanisms.gaussian_mechanism(jax.random.key(0), 1.0, epsilon=1e-10, delta=1e-6, sensitivity=1e300),
+     ("sigma", "sensitivity = 1e+300")),
+])
+def test_overflowing_parameters_name_themselves_in_a_short_message(call, names):
+    with pytest.raises(ValueError) as error:
+        call()
+    message = str(error.value)
+    assert len(message) < 300 and all(name in message for name in names), message
+    assert not any(len(word) > 40 for word in message.split()), "a long run of digits in the message"
+
+
+def test_a_tiny_epsilon_gaussian_calibration_is_bounded_and_correct():
+    # As epsilon -> 0 the analytic sigma tends to Delta / (delta sqrt(2 pi)) (Balle & Wang's condition at
+    # epsilon = 0); it used to hang (an overflowing start for the search).
+    start = time.perf_counter()
+    release = mechanisms.gaussian_mechanism(jax.random.key(0), 1.0, epsilon=1e-310, delta=1e-6)
+    assert time.perf_counter() - start < 30
+    limit = 1.0 / (1e-6 * np.sqrt(2 * np.pi))
+    assert limit * (1 - 1e-6) <= float(release.info.sigma) <= limit * (1 + 1e-6)
+    assert mechanisms.gaussian_delta_analytic(float(release.info.sigma), epsilon=1e-310) <= 1e-6
+
+
+def test_an_oracle_factory_is_named():
+    with pytest.raises(TypeError, match=r"least_squares is an oracle factory.*oracle\.least_squares\(\)"):
+        oracle.evaluate(oracle.least_squares, np.arange(4.0), subsets.removals(4, 1))
+
+
+def test_the_cli_reports_an_overflowing_epsilon_by_name(tmp_path, capsys):
+    path = tmp_path / "x.csv"
+    path.write_text("x\n1\n2\n3\n")
+    assert main(["estimate", "--data", str(path), "--column", "x", "--statistic", "mean", "--mechanism", "laplace",
+                 "--epsilon", "1e-310", "--sensitivity", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "Laplace scale" in err and len(err) < 400
+
+
+@pytest.mark.parametrize("call", [
+    lambda data: mechanisms.instance_optimal.piecewise_laplace_median(jax.random.key(0), data, epsilon=1.0,
+                                                                      lower=0.0, upper=1.0),
+    lambda data: mechanisms.median.private_median(jax.random.key(0), data, epsilon=1.0, min_density=0.5,
+                                                  radius=1.0, median_bound=10.0),
+])
+def test_a_batch_of_datasets_points_at_run_trials(call):
+    with pytest.raises(ValueError, match=r"run_trials\(.*batched_args=True"):
+        call(np.full((10, 100), 0.5))
+
+
+def test_evaluate_has_a_default_work_budget():
+    with pytest.raises(ValueError, match=r"166,666,666,750,001 subsets.*hours.*max_queries=N"):
+        oracle.evaluate(oracle.mean, np.zeros(10**5), subsets.removals(10**5, 3))
+    # the override works (a small budget, to keep the test fast)
+    with pytest.raises(ValueError, match="more than max_queries=10;"):
+        oracle.evaluate(oracle.mean, np.zeros(20), subsets.removals(20, 1), max_queries=10)
+    assert oracle.evaluate(oracle.mean, np.zeros(20), subsets.removals(20, 1), max_queries=None).shape == (21,)
