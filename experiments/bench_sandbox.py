@@ -80,8 +80,8 @@ def main() -> None:
     small = data[:16]
     som = dict(grid=np.linspace(-1.0, 1.0, 41), epsilon=2.0, beta=0.1, capacity=16)
     key = jax.random.key(0)
-    ours_som = best_of(lambda: float(wrappers.sens_o_matic(key, small, oracle_fn=analyst, **som).value), 3)
-    base_som = best_of(lambda: float(wrappers.sens_o_matic(key, small, oracle_fn=trusted, **som).value), 3)
+    ours_som = best_of(lambda: float(wrappers.sens_o_matic(key, small, oracle_fn=analyst, **som).value), 15)
+    base_som = best_of(lambda: float(wrappers.sens_o_matic(key, small, oracle_fn=trusted, **som).value), 15)
 
     result = {
         "benchmark": "sandbox", "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
