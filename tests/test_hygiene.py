@@ -71,3 +71,33 @@ def test_evaluate_has_a_default_work_budget():
     with pytest.raises(ValueError, match="more than max_queries=10;"):
         oracle.evaluate(oracle.mean, np.zeros(20), subsets.removals(20, 1), max_queries=10)
     assert oracle.evaluate(oracle.mean, np.zeros(20), subsets.removals(20, 1), max_queries=None).shape == (21,)
+
+
+@pytest.mark.parametrize("x_prime,reason", [
+    (np.arange(7.0), "shapes"),
+    (np.full(10, np.nan), "NaN or inf"),
+    (np.arange(10.0) + 45.0, "more than the sensitivity"),
+])
+def test_the_auditor_refuses_a_pair_outside_the_neighbour_relation(x_prime, reason):
+    # These pairs used to report "violated, epsilon_lower 6.06 against 1": false alarms.
+    from gpuprivacy import audit
+
+    with pytest.raises(ValueError, match=f"not neighbours under its privacy claim.*{reason}"):
+        audit.audit(audit.get("report-noisy-max-gumbel"), np.arange(10.0), x_prime, num_samples=100)
+
+
+def test_the_auditor_refuses_a_delta_of_one_or_more():
+    from gpuprivacy import audit
+
+    mechanism = audit.get("report-noisy-max-gumbel")
+    x, x_prime = mechanism.worst_case_pairs[0]
+    with pytest.raises(ValueError, match=r"delta must be in \[0, 1\)"):
+        audit.audit(mechanism, x, x_prime, num_samples=100, delta=2.0)
+
+
+def test_an_oracle_returning_a_string_is_named():
+    def says_hello(rows, valid):
+        return "hello"
+
+    with pytest.raises(TypeError, match=r"the oracle .*says_hello cannot be evaluated .*not a valid JAX type"):
+        oracle.evaluate(oracle.trusted(says_hello), np.zeros(5), subsets.removals(5, 1))

@@ -68,6 +68,9 @@ class AuditableMechanism:
       audits: names of the public mechanism functions this entry checks.
       positive_control: True for known-broken mechanisms kept to test the auditor.
       description: one line for listings.
+      neighbours: the claim's neighbour relation, ``(x, x') -> None`` when they
+        are neighbours, else the reason they are not; :func:`audit` refuses a
+        pair outside it (a "violation" on non-neighbours would be a false alarm).
     """
 
     name: str
@@ -81,6 +84,7 @@ class AuditableMechanism:
     audits: tuple[str, ...] = ()
     positive_control: bool = False
     description: str = ""
+    neighbours: Callable[[Any, Any], str | None] | None = None
 
     def __post_init__(self):
         if self.output_kind not in OUTPUT_KINDS:
@@ -246,8 +250,9 @@ def audit(mechanism: AuditableMechanism, dataset, neighbour, *, claim=None, num_
 
     Raises:
       TypeError: a claim that is not a privacy guarantee.
-      ValueError: num_samples < 1, confidence outside (0, 1), outputs whose
-        shapes differ between the two datasets.
+      ValueError: num_samples < 1, confidence outside (0, 1), delta outside
+        [0, 1), a pair outside the mechanism's neighbour relation, outputs
+        whose shapes differ between the two datasets.
     """
     if not isinstance(mechanism, AuditableMechanism):
         raise TypeError(f"mechanism must be an AuditableMechanism, got {type(mechanism).__name__}.")
@@ -255,6 +260,14 @@ def audit(mechanism: AuditableMechanism, dataset, neighbour, *, claim=None, num_
     num_samples = check_int("num_samples", num_samples, minimum=1)
     confidence = check_probability("confidence", confidence)
     delta = _default_delta(claim) if delta is None else check_nonnegative("delta", delta)
+    if not delta < 1:
+        raise ValueError(f"delta must be in [0, 1) (a probability below 1), got {delta!r}.")
+    if mechanism.neighbours is not None:
+        reason = mechanism.neighbours(dataset, neighbour)
+        if reason is not None:
+            raise ValueError(f"{mechanism.name}: the two inputs are not neighbours under its privacy claim ({reason}); "
+                             "an audit of them says nothing about the claim. Pass a neighbouring pair, e.g. "
+                             f"{mechanism.name}'s worst_case_pairs.")
     key = jax.random.key(0) if key is None else check_key(key)
     key_p, key_q = jax.random.fold_in(key, 0), jax.random.fold_in(key, 1)
     alpha = 1.0 - confidence

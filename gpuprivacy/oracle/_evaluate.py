@@ -158,6 +158,7 @@ def evaluate(oracle_fn: Callable, data, family: SubsetFamily, *, chunk_size: int
     # from allowed primitives (or refused) before any data is touched.
     oracle_fn = resolve_oracle(oracle_fn, rows_shape=(capacity,) + data.shape[1:], rows_dtype=data.dtype,
                                capacity=capacity)
+    _check_traces(oracle_fn, (capacity,) + data.shape[1:], data.dtype.name)
 
     n = data.shape[0]
     order = canonical_order(data)
@@ -189,6 +190,20 @@ def evaluate(oracle_fn: Callable, data, family: SubsetFamily, *, chunk_size: int
             outputs.append(jax.tree.map(lambda x: np.asarray(x)[:count], result))
             bar.update(count)
     return jax.tree.map(lambda *xs: jnp.asarray(np.concatenate(xs, axis=0)), *outputs)
+
+
+@functools.lru_cache(maxsize=256)
+def _check_traces(oracle_fn, rows_shape, dtype_name) -> None:
+    """Traces the oracle once on an abstract block, so a broken one fails here with its name, not deep in XLA."""
+    rows = jax.ShapeDtypeStruct(rows_shape, np.dtype(dtype_name))
+    valid = jax.ShapeDtypeStruct(rows_shape[:1], np.dtype(bool))
+    try:
+        jax.eval_shape(oracle_fn, rows, valid)
+    except Exception as error:  # noqa: BLE001  (any failure to trace is the oracle's, reported with its name)
+        name = getattr(oracle_fn, "__qualname__", None) or repr(oracle_fn)
+        raise TypeError(f"the oracle {name} cannot be evaluated on a block rows[{', '.join(map(str, rows_shape))}] "
+                        f"{dtype_name}, valid[{rows_shape[0]}] bool: {type(error).__name__}: {error}. An oracle "
+                        "f(rows, valid) returns a number (or an array of numbers) computed with jax.numpy.") from None
 
 
 class _ChunkRunner:

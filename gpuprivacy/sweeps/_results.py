@@ -8,10 +8,16 @@ Invariants:
   exclusive ``flock``, so two sweeps never write one file at once.
 * A complete line that is not valid JSON is never dropped silently: it is an
   error telling the user to move the file aside.
+* Every row carries a ``digest`` of its own content (SHA-256 of its canonical
+  JSON without the digest), so a hand-edited row is detected and named by its
+  line, never counted; a cell that appears twice is an error naming both
+  lines, never double-counted. (Rows written before digests existed have
+  none and are read as they are.)
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import pathlib
@@ -22,8 +28,18 @@ except ImportError:  # pragma: no cover
     fcntl = None
 
 
-class SweepResultsError(RuntimeError):
+class SweepResultsError(RuntimeError, ValueError):
     """The results file cannot be used as it is; the message says why and what to do."""
+
+
+DIGEST_KEY = "digest"
+
+
+def row_digest(row: dict) -> str:
+    """SHA-256 (hex, 16 characters) of the row's canonical JSON without its digest."""
+    body = {k: v for k, v in row.items() if k != DIGEST_KEY}
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
 class ResultsFile:
@@ -67,6 +83,7 @@ class ResultsFile:
             os.fsync(fd)
             self.repaired_bytes = len(data) - end
             data = data[:end]
+        seen: dict[str, int] = {}
         for number, line in enumerate(data.split(b"\n")[:-1] if data else [], start=1):
             if not line.strip():
                 continue
@@ -78,9 +95,21 @@ class ResultsFile:
                 raise SweepResultsError(
                     f"{self.path}, line {number}, is not a sweep results row: {line[:80]!r}. The file may be "
                     "damaged or not a gpuprivacy results file; move it aside or delete that line, then rerun.")
+            if DIGEST_KEY in row and row[DIGEST_KEY] != row_digest(row):
+                raise SweepResultsError(
+                    f"{self.path}, line {number} (cell {row['cell_id']}): the row was changed after it was written "
+                    "(its digest does not match its content). Restore it, or delete that line to recompute the "
+                    "cell; an edited result is never used.")
+            if row["cell_id"] in seen:
+                raise SweepResultsError(
+                    f"{self.path}, line {number}, repeats cell {row['cell_id']} of line {seen[row['cell_id']]}. "
+                    "Delete one of the two lines; a cell is never counted twice.")
+            seen[row["cell_id"]] = number
             self.rows.append(row)
 
-    def append(self, row: dict) -> None:
+    def append(self, row: dict) -> dict:
+        """Writes ``row`` (with its digest) durably and returns it as stored."""
+        row = {**row, DIGEST_KEY: row_digest(row)}
         line = (json.dumps(row, sort_keys=True, separators=(",", ":"), allow_nan=False) + "\n").encode("utf-8")
         view = memoryview(line)
         while view:
@@ -88,6 +117,7 @@ class ResultsFile:
             view = view[written:]
         os.fsync(self._fd)
         self.rows.append(row)
+        return row
 
     def __exit__(self, *exc) -> None:
         if self._fd is not None:

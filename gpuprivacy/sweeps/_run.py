@@ -146,8 +146,7 @@ def run_sweep(config: str | os.PathLike | Mapping, *, results_path: str | os.Pat
                     "timestamp": utc_timestamp(),
                     **env,
                 }
-                results.append(row)
-                done[cell.cell_id] = row
+                done[cell.cell_id] = results.append(row)
                 computed += 1
                 bar.update(1)
     rows = [done[cell.cell_id] for cell in plan.cells]

@@ -345,8 +345,58 @@ def test_row_whose_parameters_contradict_its_id_is_an_error(tmp_path):
     rows = read_rows(path)
     rows[3]["mechanism_params"]["epsilon"] = 123.0  # a hand edit that keeps the id
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.raises(SweepResultsError, match=r"line 4 \(cell .*\): the row was changed after it was written"):
+        run_sweep(rnm_config(), results_path=path, progress=False)
+    del rows[3]["digest"]  # a row without a digest (an older file): the parameter check still catches it
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     with pytest.raises(SweepResultsError, match=f"the row with cell_id {rows[3]['cell_id']} has parameters"):
         run_sweep(rnm_config(), results_path=path, progress=False)
+
+
+def test_a_hand_edited_metric_is_detected_by_its_digest(tmp_path):
+    path = tmp_path / "m.jsonl"
+    run_sweep(rnm_config(), results_path=path, progress=False)
+    lines = path.read_text().splitlines()
+    row = json.loads(lines[6])
+    key = sorted(row["metrics"])[0]
+    row["metrics"][key] = 0.123456  # plausible, silent: only the digest can tell
+    lines[6] = json.dumps(row, sort_keys=True, separators=(",", ":"))
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(SweepResultsError, match=r"line 7 .*changed after it was written"):
+        run_sweep(rnm_config(), results_path=path, progress=False)
+
+
+def test_a_duplicated_row_is_named_and_never_counted_twice(tmp_path):
+    path = tmp_path / "d.jsonl"
+    run_sweep(rnm_config(), results_path=path, progress=False)
+    lines = path.read_text().splitlines()
+    path.write_text("\n".join(lines + [lines[2]]) + "\n")  # 13 lines for 12 cells
+    with pytest.raises(SweepResultsError, match=rf"line {len(lines) + 1}, repeats cell .* of line 3"):
+        run_sweep(rnm_config(), results_path=path, progress=False)
+
+
+def test_the_cli_reports_a_damaged_or_locked_results_file_without_a_traceback(tmp_path, capsys):
+    import fcntl
+    import os
+
+    from gpuprivacy.cli import main
+
+    config = tmp_path / "c.toml"
+    config.write_text(GOOD_TOML)
+    damaged = tmp_path / "damaged.jsonl"
+    damaged.write_text('{"cell_id": "a"}\nnot json\n')
+    assert main(["sweep", str(config), "--results", str(damaged), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "line 2, is not a sweep results row" in err and "Traceback" not in err
+    locked = tmp_path / "locked.jsonl"
+    locked.write_text("")
+    fd = os.open(locked, os.O_RDWR)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        assert main(["sweep", str(config), "--results", str(locked), "--no-progress"]) == 2
+        assert "locked" in capsys.readouterr().err
+    finally:
+        os.close(fd)
 
 
 def test_cell_keys_accept_the_full_seed_range():
