@@ -101,3 +101,20 @@ def test_an_oracle_returning_a_string_is_named():
 
     with pytest.raises(TypeError, match=r"the oracle .*says_hello cannot be evaluated .*not a valid JAX type"):
         oracle.evaluate(oracle.trusted(says_hello), np.zeros(5), subsets.removals(5, 1))
+
+
+def test_every_auditable_mechanism_declares_its_neighbour_relation():
+    # ... and its own worst-case pairs and random neighbours lie inside it (so the relation is the claim's).
+    from gpuprivacy import audit
+
+    for name in audit.registered():
+        mechanism = audit.get(name)
+        assert mechanism.neighbours is not None, f"{name} declares no neighbour relation"
+        for x, x_prime in mechanism.worst_case_pairs:
+            assert mechanism.neighbours(x, x_prime) is None, (name, mechanism.neighbours(x, x_prime))
+        if mechanism.random_dataset is not None and mechanism.random_neighbour is not None:
+            for i in range(3):
+                key = jax.random.key(i)
+                x = mechanism.random_dataset(key)
+                x_prime = mechanism.random_neighbour(jax.random.fold_in(key, 1), x)
+                assert mechanism.neighbours(x, x_prime) is None, (name, mechanism.neighbours(x, x_prime))

@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from gpuprivacy import mechanisms
-from gpuprivacy.audit._core import AuditableMechanism
+from gpuprivacy.audit._core import AuditableMechanism, neighbours_within
 from gpuprivacy.audit._registry import register
 
 
@@ -43,21 +43,6 @@ def _shift_neighbour(sensitivity):
     return neighbour
 
 
-def _within(sensitivity):
-    """The claim's relation: answer vectors of one shape, finite, each coordinate within the sensitivity."""
-    def check(x, x_prime):
-        x, x_prime = np.asarray(x, np.float64), np.asarray(x_prime, np.float64)
-        if x.shape != x_prime.shape:
-            return f"shapes {x.shape} and {x_prime.shape} differ"
-        if not (np.isfinite(x).all() and np.isfinite(x_prime).all()):
-            return "they hold NaN or inf"
-        gap = float(np.max(np.abs(x - x_prime))) if x.size else 0.0
-        if gap > sensitivity * (1 + 1e-12):
-            return f"a coordinate moves by {gap:.6g}, more than the sensitivity {sensitivity:.6g}"
-        return None
-    return check
-
-
 def _random_scores(size, spread=3.0):
     return lambda key: np.asarray(jax.random.uniform(key, (size,), minval=0.0, maxval=spread))
 
@@ -70,7 +55,7 @@ def laplace_entry(epsilon=1.0, sensitivity=1.0, secure=False):
         claim=mechanisms.laplace_mechanism_guarantee(epsilon=epsilon, sensitivity=sensitivity, secure=secure),
         output_kind="real", worst_case_pairs=((np.array([0.0]), np.array([sensitivity])),),
         random_dataset=_random_scores(1), random_neighbour=_shift_neighbour(sensitivity),
-        neighbours=_within(sensitivity),
+        neighbours=neighbours_within(sensitivity),
         audits=("laplace_mechanism",), description="Laplace mechanism on a scalar query")
 
 
@@ -83,7 +68,7 @@ def gaussian_entry(epsilon=1.0, delta=1e-5, sensitivity=1.0, calibration="analyt
                                                       calibration=calibration),
         output_kind="real", worst_case_pairs=((np.array([0.0]), np.array([sensitivity])),),
         random_dataset=_random_scores(1), random_neighbour=_shift_neighbour(sensitivity),
-        neighbours=_within(sensitivity),
+        neighbours=neighbours_within(sensitivity),
         audits=("gaussian_mechanism",), description="Gaussian mechanism (approximate DP)")
 
 
@@ -95,7 +80,7 @@ def gaussian_zcdp_entry(rho=0.5, sensitivity=1.0):
         claim=mechanisms.gaussian_mechanism_zcdp_guarantee(rho=rho, sensitivity=sensitivity),
         output_kind="real", worst_case_pairs=((np.array([0.0]), np.array([sensitivity])),),
         random_dataset=_random_scores(1), random_neighbour=_shift_neighbour(sensitivity),
-        neighbours=_within(sensitivity),
+        neighbours=neighbours_within(sensitivity),
         audits=("gaussian_mechanism_zcdp",), description="Gaussian mechanism calibrated to rho-zCDP")
 
 
@@ -125,7 +110,7 @@ def selection_entry(noise="gumbel", epsilon=1.0, sensitivity=1.0, num_candidates
         name=name, sample=_vmapped_sampler(release), claim=claim, output_kind="discrete",
         worst_case_pairs=_selection_pairs(num_candidates, sensitivity),
         random_dataset=_random_scores(num_candidates), random_neighbour=_shift_neighbour(sensitivity),
-        neighbours=_within(sensitivity),
+        neighbours=neighbours_within(sensitivity),
         output_range_size=num_candidates, audits=audits, description=f"private selection ({name})")
 
 
@@ -144,7 +129,7 @@ def above_threshold_entry(epsilon=1.0, sensitivity=1.0, threshold=0.0, num_queri
         output_kind="discrete", worst_case_pairs=_threshold_pairs(num_queries, threshold, sensitivity),
         random_dataset=lambda key: np.asarray(jax.random.uniform(key, (num_queries,), minval=-2.0, maxval=2.0)),
         random_neighbour=_shift_neighbour(sensitivity),
-        neighbours=_within(sensitivity), output_range_size=num_queries + 1,
+        neighbours=neighbours_within(sensitivity), output_range_size=num_queries + 1,
         audits=("above_threshold",), description="Laplace AboveThreshold (Lyu-Su-Li Alg. 1, c = 1)")
 
 
@@ -158,7 +143,7 @@ def sparse_vector_entry(epsilon=1.0, sensitivity=1.0, threshold=0.0, num_queries
         output_kind="discrete", worst_case_pairs=_threshold_pairs(num_queries, threshold, sensitivity),
         random_dataset=lambda key: np.asarray(jax.random.uniform(key, (num_queries,), minval=-2.0, maxval=2.0)),
         random_neighbour=_shift_neighbour(sensitivity),
-        neighbours=_within(sensitivity), output_range_size=2**num_queries,
+        neighbours=neighbours_within(sensitivity), output_range_size=2**num_queries,
         audits=("sparse_vector",), description="Laplace sparse vector (Lyu-Su-Li Alg. 1)")
 
 

@@ -92,6 +92,80 @@ class AuditableMechanism:
         check_guarantee(self.claim)
 
 
+def neighbours_within(sensitivity: float, lower: float = -math.inf, upper: float = math.inf, *, norm: str = "max"):
+    """A neighbour relation for :class:`AuditableMechanism`: answer vectors of one shape, finite, inside the
+    public range ``[lower, upper]``, within ``sensitivity`` of each other in the ``norm`` ("max", "l1", "l2")."""
+    def check(x, x_prime):
+        x, x_prime = np.asarray(x, np.float64), np.asarray(x_prime, np.float64)
+        if x.shape != x_prime.shape:
+            return f"shapes {x.shape} and {x_prime.shape} differ"
+        if not (np.isfinite(x).all() and np.isfinite(x_prime).all()):
+            return "they hold NaN or inf"
+        if x.size and (min(x.min(), x_prime.min()) < lower or max(x.max(), x_prime.max()) > upper):
+            return f"values leave the public range [{lower:.6g}, {upper:.6g}]"
+        diff = np.abs(x - x_prime).ravel()
+        gap = float({"max": np.max, "l1": np.sum, "l2": np.linalg.norm}[norm](diff)) if x.size else 0.0
+        if gap > sensitivity * (1 + 1e-12):
+            return f"a coordinate moves by {gap:.6g}, more than the sensitivity {sensitivity:.6g}"
+        return None
+    return check
+
+
+def _rows(x):
+    x = np.asarray(x, np.float64)
+    return x.reshape(x.shape[0], -1) if x.ndim else x.reshape(1, 1)
+
+
+def _unmatched(a, b) -> int:
+    """How many rows of ``a`` have no partner in ``b`` (as multisets)."""
+    from collections import Counter
+
+    left = Counter(map(tuple, _rows(a).tolist()))
+    left.subtract(Counter(map(tuple, _rows(b).tolist())))
+    return sum(v for v in left.values() if v > 0)
+
+
+def neighbours_add_remove():
+    """Add/remove neighbours: finite datasets whose sizes differ by one, the smaller inside the larger."""
+    def check(x, x_prime):
+        x, x_prime = np.asarray(x, np.float64), np.asarray(x_prime, np.float64)
+        if not (np.isfinite(x).all() and np.isfinite(x_prime).all()):
+            return "they hold NaN or inf"
+        small, large = (x, x_prime) if len(x) <= len(x_prime) else (x_prime, x)
+        if x.shape[1:] != x_prime.shape[1:] or len(large) - len(small) != 1 or _unmatched(small, large):
+            return f"they are not one dataset plus one row (sizes {len(x)} and {len(x_prime)})"
+        return None
+    return check
+
+
+def neighbours_swap():
+    """Swap (replace-one) neighbours: finite datasets of one size that differ in at most one row."""
+    def check(x, x_prime):
+        x, x_prime = np.asarray(x, np.float64), np.asarray(x_prime, np.float64)
+        if x.shape != x_prime.shape:
+            return f"shapes {x.shape} and {x_prime.shape} differ"
+        if not (np.isfinite(x).all() and np.isfinite(x_prime).all()):
+            return "they hold NaN or inf"
+        if _unmatched(x, x_prime) > 1:
+            return f"{_unmatched(x, x_prime)} rows differ (a swap changes one)"
+        return None
+    return check
+
+
+def neighbours_empty_slot():
+    """Add/remove over public slots: one shape, equal except one slot that is empty (NaN) in one of them."""
+    def check(x, x_prime):
+        x, x_prime = np.asarray(x, np.float64), np.asarray(x_prime, np.float64)
+        if x.shape != x_prime.shape:
+            return f"shapes {x.shape} and {x_prime.shape} differ"
+        same = (x == x_prime) | (np.isnan(x) & np.isnan(x_prime))
+        differ = np.flatnonzero(~same)
+        if differ.size > 1 or (differ.size == 1 and not (np.isnan(x[differ[0]]) or np.isnan(x_prime[differ[0]]))):
+            return f"{differ.size} slots differ, not one slot emptied"
+        return None
+    return check
+
+
 class AuditResult(NamedTuple):
     """The outcome of :func:`audit`.
 

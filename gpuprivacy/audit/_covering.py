@@ -29,7 +29,7 @@ import jax
 import numpy as np
 
 from gpuprivacy import designs, oracle
-from gpuprivacy.audit._core import AuditableMechanism
+from gpuprivacy.audit._core import neighbours_empty_slot, AuditableMechanism
 from gpuprivacy.audit._registry import register
 from gpuprivacy.designs import required_t, zcdp_search_parameters
 from gpuprivacy.mechanisms import blackbox
@@ -88,7 +88,8 @@ def blackbox_estimate_entry(epsilon=1.0, beta=0.5, oracle_fn=oracle.mean):
     return AuditableMechanism(
         name="blackbox-estimate", sample=sample, claim=blackbox.blackbox_estimate_guarantee(epsilon=epsilon),
         output_kind="discrete", worst_case_pairs=((x, x_prime),), random_dataset=_random_bits(n),
-        random_neighbour=_empty_one_slot, output_range_size=2,
+        random_neighbour=_empty_one_slot,
+        neighbours=neighbours_empty_slot(), output_range_size=2,
         audits=("blackbox.blackbox_estimate", "blackbox.blackbox_estimate_from_values", "blackbox.pure_release_kernel"),
         description="pure-DP black-box estimator (exponential mechanism on exact covering-design ranks, Thm 4.4)")
 
@@ -106,8 +107,10 @@ def blackbox_zcdp_entry(rho=0.5, beta=0.1):
     return AuditableMechanism(
         name="blackbox-estimate-zcdp", sample=sample, claim=blackbox.blackbox_estimate_zcdp_guarantee(rho=rho),
         output_kind="discrete", worst_case_pairs=((x, x_prime),), random_dataset=_random_bits(n),
-        random_neighbour=_empty_one_slot, output_range_size=2,
-        audits=("blackbox.blackbox_estimate_zcdp", "blackbox.blackbox_estimate_zcdp_from_values", "blackbox.zcdp_release_kernel"),
+        random_neighbour=_empty_one_slot,
+        neighbours=neighbours_empty_slot(), output_range_size=2,
+        audits=("blackbox.blackbox_estimate_zcdp", "blackbox.blackbox_estimate_zcdp_from_values",
+                "blackbox.zcdp_release_kernel"),
         description="zCDP black-box estimator (noisy binary search on exact covering-design ranks, Thm 4.5)")
 
 
@@ -125,9 +128,12 @@ def blackbox_binary_entry(epsilon=1.0, beta=0.25):
     return AuditableMechanism(
         name="blackbox-binary", sample=sample, claim=blackbox.blackbox_binary_guarantee(epsilon=epsilon),
         output_kind="discrete", worst_case_pairs=((x, x_prime),), random_dataset=_random_bits(n),
-        random_neighbour=_empty_one_slot, output_range_size=2,
-        audits=("blackbox.blackbox_binary", "blackbox.blackbox_binary_from_values", "blackbox.binary_release_kernel"),
-        description="binary-output black-box estimator (Laplace on the exact capped hitting set, Steinke & Steinke 2025, Sec. 1.2)")
+        random_neighbour=_empty_one_slot,
+        neighbours=neighbours_empty_slot(), output_range_size=2,
+        audits=("blackbox.blackbox_binary", "blackbox.blackbox_binary_from_values",
+                "blackbox.binary_release_kernel"),
+        description="binary-output black-box estimator (Laplace on the exact capped hitting set, "
+                    "Steinke & Steinke 2025, Sec. 1.2)")
 
 
 register("blackbox-estimate", blackbox_estimate_entry, epsilon=1.0, beta=0.5)

@@ -34,7 +34,7 @@ import numpy as np
 
 from gpuprivacy import mechanisms
 from gpuprivacy.audit._classic import _random_scores, _selection_pairs, _vmapped_sampler
-from gpuprivacy.audit._core import AuditableMechanism
+from gpuprivacy.audit._core import AuditableMechanism, neighbours_within
 from gpuprivacy.audit._registry import register
 
 
@@ -80,7 +80,8 @@ def gaussian_rnm_entry(sigma=0.5, num_candidates=3, sensitivity=0.2, lower=0.0, 
         output_kind="discrete",
         worst_case_pairs=(rnm_worst_case_pair(num_candidates, sensitivity, lower, upper),),
         random_dataset=_bounded_dataset(num_candidates, lower, upper),
-        random_neighbour=_bounded_neighbour(sensitivity, lower, upper), output_range_size=num_candidates,
+        random_neighbour=_bounded_neighbour(sensitivity, lower, upper),
+        neighbours=neighbours_within(sensitivity, lower, upper), output_range_size=num_candidates,
         audits=("gaussian_report_noisy_max",),
         description="Gaussian report noisy max, pure DP for bounded scores (Lebensold et al. Thm 8)")
 
@@ -96,7 +97,8 @@ def gaussian_above_threshold_entry(threshold=0.5, sigma_threshold=0.3, sigma_que
         output_kind="discrete",
         worst_case_pairs=above_threshold_worst_case_pairs(num_queries, sensitivity, lower, upper),
         random_dataset=_bounded_dataset(num_queries, lower, upper),
-        random_neighbour=_bounded_neighbour(sensitivity, lower, upper), output_range_size=num_queries + 1,
+        random_neighbour=_bounded_neighbour(sensitivity, lower, upper),
+        neighbours=neighbours_within(sensitivity, lower, upper), output_range_size=num_queries + 1,
         audits=("gaussian_above_threshold",),
         description="Gaussian above threshold on a stream of known length (capped ex-ante pure DP)")
 
@@ -119,7 +121,8 @@ def gaussian_sparse_vector_entry(whitehouse=False, threshold=0.5, sigma_threshol
         name=name, sample=sample, claim=guarantee(**params), output_kind="discrete",
         worst_case_pairs=above_threshold_worst_case_pairs(num_queries, sensitivity, lower, upper),
         random_dataset=_bounded_dataset(num_queries, lower, upper),
-        random_neighbour=_bounded_neighbour(sensitivity, lower, upper), output_range_size=2**num_queries,
+        random_neighbour=_bounded_neighbour(sensitivity, lower, upper),
+        neighbours=neighbours_within(sensitivity, lower, upper), output_range_size=2**num_queries,
         audits=audits, description=f"fully adaptive Gaussian sparse vector ({name})")
 
 
@@ -132,6 +135,7 @@ def laplace_rnm_entry(calibration="standard", epsilon=1.0, sensitivity=1.0, num_
         worst_case_pairs=_selection_pairs(num_candidates, sensitivity),
         random_dataset=_random_scores(num_candidates), random_neighbour=_bounded_neighbour(sensitivity, -np.inf,
                                                                                            np.inf),
+        neighbours=neighbours_within(sensitivity),
         output_range_size=num_candidates, audits=("laplace_report_noisy_max",),
         description=f"Laplace report noisy max, {calibration} calibration")
 

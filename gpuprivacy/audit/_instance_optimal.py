@@ -29,7 +29,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from gpuprivacy.audit._core import AuditableMechanism
+from gpuprivacy.audit._core import neighbours_swap, neighbours_within, AuditableMechanism
 from gpuprivacy.audit._registry import register
 from gpuprivacy.mechanisms import instance_optimal as io
 
@@ -107,7 +107,7 @@ def statistic_entry(mechanism="piecewise_laplace", statistic="median", epsilon=2
     return AuditableMechanism(
         name=f"{'plm' if plm else 'inv'}-{statistic}{'-bounds' if via_bounds else ''}", sample=_sampler(release),
         claim=claim, output_kind="real", worst_case_pairs=pairs, random_dataset=_random_dataset(size),
-        random_neighbour=_swap_neighbour, audits=audits,
+        random_neighbour=_swap_neighbour, neighbours=neighbours_swap(), audits=audits,
         description=f"{prefix} ({statistic}{', generic LocalBounds API' if via_bounds else ''}), swap neighbours")
 
 
@@ -125,7 +125,8 @@ def count_entry(mechanism="piecewise_laplace", epsilon=2.0):
         claim=getattr(io, f"{prefix}_count_guarantee")(epsilon=epsilon), output_kind="real",
         worst_case_pairs=((np.array([0.0]), np.array([1.0])), (np.array([1.0]), np.array([2.0]))),
         random_dataset=lambda key: np.array([float(jax.random.randint(key, (), 0, 5))]),
-        random_neighbour=neighbour, audits=(f"instance_optimal.{prefix}_count",),
+        random_neighbour=neighbour, neighbours=neighbours_within(1.0, 0.0),
+        audits=(f"instance_optimal.{prefix}_count",),
         description=f"{prefix} count, add/remove neighbours")
 
 
@@ -136,7 +137,7 @@ def smooth_entry(noise="cauchy", epsilon=2.0, delta=None):
         name=f"smooth-sensitivity-median-{noise}", sample=_sampler(release),
         claim=io.smooth_sensitivity_median_guarantee(**kwargs), output_kind="real",
         worst_case_pairs=_MEDIAN_PAIRS, random_dataset=_random_dataset(3), random_neighbour=_swap_neighbour,
-        audits=("instance_optimal.smooth_sensitivity_median",),
+        neighbours=neighbours_swap(), audits=("instance_optimal.smooth_sensitivity_median",),
         description=f"smooth-sensitivity median (NRS07, {noise} noise)")
 
 
@@ -146,7 +147,7 @@ def laplace_median_entry(epsilon=2.0):
     return AuditableMechanism(
         name="laplace-median", sample=_sampler(release), claim=io.laplace_median_guarantee(**kwargs),
         output_kind="real", worst_case_pairs=_MEDIAN_PAIRS, random_dataset=_random_dataset(3),
-        random_neighbour=_swap_neighbour, audits=("instance_optimal.laplace_median",),
+        random_neighbour=_swap_neighbour, neighbours=neighbours_swap(), audits=("instance_optimal.laplace_median",),
         description="median + Laplace(GS/epsilon), clipped (baseline)")
 
 
@@ -160,7 +161,7 @@ def vector_entry(epsilon=2.0, norm="l2"):
         output_kind="real", worst_case_pairs=((np.array([0.0, 0.0]), np.array([1.0, 0.0])),),
         random_dataset=lambda key: np.asarray(jax.random.uniform(key, (2,), jnp.float64)),
         random_neighbour=lambda key, x: np.asarray(x) + np.array([1.0, 0.0]),
-        audits=("instance_optimal.piecewise_laplace_vector",),
+        neighbours=neighbours_within(1.0, norm=norm), audits=("instance_optimal.piecewise_laplace_vector",),
         description="approximate PLM in R^2 (radial sampler), first coordinate")
 
 

@@ -20,7 +20,7 @@ import jax
 import numpy as np
 
 from gpuprivacy.audit._classic import _vmapped_sampler
-from gpuprivacy.audit._core import AuditableMechanism
+from gpuprivacy.audit._core import neighbours_swap, AuditableMechanism
 from gpuprivacy.audit._registry import register
 from gpuprivacy.mechanisms import median
 
@@ -69,7 +69,8 @@ def private_median_entry(n=48, epsilon=1.0, min_density=0.5, radius=1.0, median_
     return AuditableMechanism(
         name="private-median", sample=sample, claim=median.private_median_guarantee(**params), output_kind="real",
         worst_case_pairs=cluster_pairs(n), random_dataset=_random_dataset(n, 3.0),
-        random_neighbour=_replace_one(3.0), audits=("median.private_median", "median.private_median_trials"),
+        random_neighbour=_replace_one(3.0),
+        neighbours=neighbours_swap(), audits=("median.private_median", "median.private_median_trials"),
         description="optimal private median, general density (3.6) with the certified fast path (Tzamos et al.)")
 
 
@@ -82,7 +83,8 @@ def exponential_median_entry(n=48, epsilon=1.0, lower=-4.0, upper=4.0):
         name="exponential-mechanism-median", sample=sample,
         claim=median.exponential_mechanism_median_guarantee(**params), output_kind="real",
         worst_case_pairs=spread_pairs(n), random_dataset=_random_dataset(n, 3.0),
-        random_neighbour=_replace_one(3.0), audits=("median.exponential_mechanism_median",),
+        random_neighbour=_replace_one(3.0),
+        neighbours=neighbours_swap(), audits=("median.exponential_mechanism_median",),
         description="exponential-mechanism median with rank utility (Smith 2011)")
 
 

@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from gpuprivacy import mechanisms
-from gpuprivacy.audit._core import SAMPLES_PER_CALL, AuditableMechanism
+from gpuprivacy.audit._core import neighbours_add_remove, SAMPLES_PER_CALL, AuditableMechanism
 from gpuprivacy.audit._registry import register
 from gpuprivacy.mechanisms import wrappers
 from gpuprivacy.oracle import count, trusted
@@ -66,7 +66,8 @@ def sens_o_matic_entry(epsilon=2.0, beta=0.5, grid_size=4, oracle_fn=_parity, ca
         name="sens-o-matic", sample=_sampler(wrappers.sens_o_matic, output, **params),
         claim=wrappers.sens_o_matic_guarantee(epsilon=epsilon, beta=beta, grid_size=grid_size),
         output_kind="discrete", worst_case_pairs=_ones_pair(2), random_dataset=_random_dataset(2),
-        random_neighbour=_add_row, audits=("wrappers.sens_o_matic",),
+        random_neighbour=_add_row,
+        neighbours=neighbours_add_remove(), audits=("wrappers.sens_o_matic",),
         description="Sens-o-Matic on an adversarial parity oracle (released level and value)")
 
 
@@ -76,6 +77,7 @@ def shifted_inverse_entry(epsilon=2.0, beta=0.5, grid_size=5):
         name="shifted-inverse", sample=_sampler(wrappers.shifted_inverse, lambda r: r.info.index, **params),
         claim=wrappers.shifted_inverse_guarantee(epsilon=epsilon), output_kind="discrete",
         worst_case_pairs=_ones_pair(1), random_dataset=_random_dataset(2), random_neighbour=_add_row,
+        neighbours=neighbours_add_remove(),
         output_range_size=grid_size, audits=("wrappers.shifted_inverse",),
         description="Shifted Inverse on the monotone count oracle (its promise)")
 
@@ -91,6 +93,7 @@ def subset_extension_entry(epsilon=3.0, delta=1e-6):
         name="subset-extension", sample=_sampler(wrappers.subset_extension, output, **params),
         claim=wrappers.subset_extension_guarantee(epsilon=epsilon, delta=delta), output_kind="discrete",
         worst_case_pairs=_ones_pair(2), random_dataset=_random_dataset(2), random_neighbour=_add_row,
+        neighbours=neighbours_add_remove(),
         audits=("wrappers.subset_extension",),
         description="Subset-Extension: released level, test bit and side of the value")
 
@@ -101,6 +104,7 @@ def tahoe_entry(epsilon=3.0, delta=1e-6):
         name="tahoe", sample=_sampler(wrappers.tahoe, lambda r: r.info.level, **params),
         claim=wrappers.tahoe_guarantee(epsilon=epsilon, delta=delta), output_kind="real",
         worst_case_pairs=_ones_pair(2), random_dataset=_random_dataset(2), random_neighbour=_add_row,
+        neighbours=neighbours_add_remove(),
         audits=("wrappers.tahoe",), description="modified TAHOE: the released real level")
 
 
@@ -111,6 +115,7 @@ def small_diameter_entry(epsilon=8.0, r=2.0, c=1.0):
         sample=_sampler(wrappers.small_diameter_subset_extension, lambda r_: r_.value, **params),
         claim=wrappers.small_diameter_subset_extension_guarantee(epsilon=epsilon, r=r, c=c), output_kind="real",
         worst_case_pairs=_ones_pair(1), random_dataset=_random_dataset(2), random_neighbour=_add_row,
+        neighbours=neighbours_add_remove(),
         audits=("wrappers.small_diameter_subset_extension",),
         description="Small-Diameter Subset Extension, count clamped to [0, 2]")
 
@@ -122,6 +127,7 @@ def double_monotonization_entry(epsilon=8.0, r=2000.0, c=1.0, beta=0.05):
         sample=_sampler(wrappers.double_monotonization, lambda r_: r_.value, **params),
         claim=wrappers.double_monotonization_guarantee(epsilon=epsilon, r=r, c=c, beta=beta), output_kind="real",
         worst_case_pairs=_ones_pair(2), random_dataset=_random_dataset(2), random_neighbour=_add_row,
+        neighbours=neighbours_add_remove(),
         audits=("wrappers.double_monotonization",), description="Double-Monotonization on the count oracle")
 
 
@@ -131,6 +137,7 @@ def cummings_durfee_entry(epsilon=1.0, c=1.0):
         name="cummings-durfee", sample=_sampler(wrappers.cummings_durfee, lambda r_: r_.value, **params),
         claim=wrappers.cummings_durfee_guarantee(epsilon=epsilon, c=c), output_kind="real",
         worst_case_pairs=_ones_pair(2), random_dataset=_random_dataset(2), random_neighbour=_add_row,
+        neighbours=neighbours_add_remove(),
         audits=("wrappers.cummings_durfee",), description="Cummings-Durfee extension + Laplace, count oracle")
 
 
@@ -140,6 +147,7 @@ def white_box_laplace_entry(epsilon=1.0):
         name="white-box-laplace", sample=_sampler(wrappers.white_box_laplace, lambda r_: r_.value, **params),
         claim=wrappers.white_box_laplace_guarantee(epsilon=epsilon, sensitivity=1.0), output_kind="real",
         worst_case_pairs=_ones_pair(2), random_dataset=_random_dataset(2), random_neighbour=_add_row,
+        neighbours=neighbours_add_remove(),
         audits=("wrappers.white_box_laplace",), description="white-box Laplace on the count oracle")
 
 
