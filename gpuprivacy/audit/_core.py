@@ -92,15 +92,23 @@ class AuditableMechanism:
         check_guarantee(self.claim)
 
 
+def _shape_and_finite(x, x_prime, *, same_shape: bool = True) -> str | None:
+    """The checks every relation over real datasets starts with (None when they pass)."""
+    if same_shape and x.shape != x_prime.shape:
+        return f"shapes {x.shape} and {x_prime.shape} differ"
+    if not (np.isfinite(x).all() and np.isfinite(x_prime).all()):
+        return "they hold NaN or inf"
+    return None
+
+
 def neighbours_within(sensitivity: float, lower: float = -math.inf, upper: float = math.inf, *, norm: str = "max"):
     """A neighbour relation for :class:`AuditableMechanism`: answer vectors of one shape, finite, inside the
     public range ``[lower, upper]``, within ``sensitivity`` of each other in the ``norm`` ("max", "l1", "l2")."""
     def check(x, x_prime):
         x, x_prime = np.asarray(x, np.float64), np.asarray(x_prime, np.float64)
-        if x.shape != x_prime.shape:
-            return f"shapes {x.shape} and {x_prime.shape} differ"
-        if not (np.isfinite(x).all() and np.isfinite(x_prime).all()):
-            return "they hold NaN or inf"
+        reason = _shape_and_finite(x, x_prime)
+        if reason is not None:
+            return reason
         if x.size and (min(x.min(), x_prime.min()) < lower or max(x.max(), x_prime.max()) > upper):
             return f"values leave the public range [{lower:.6g}, {upper:.6g}]"
         diff = np.abs(x - x_prime).ravel()
@@ -129,8 +137,9 @@ def neighbours_add_remove():
     """Add/remove neighbours: finite datasets whose sizes differ by one, the smaller inside the larger."""
     def check(x, x_prime):
         x, x_prime = np.asarray(x, np.float64), np.asarray(x_prime, np.float64)
-        if not (np.isfinite(x).all() and np.isfinite(x_prime).all()):
-            return "they hold NaN or inf"
+        reason = _shape_and_finite(x, x_prime, same_shape=False)
+        if reason is not None:
+            return reason
         small, large = (x, x_prime) if len(x) <= len(x_prime) else (x_prime, x)
         if x.shape[1:] != x_prime.shape[1:] or len(large) - len(small) != 1 or _unmatched(small, large):
             return f"they are not one dataset plus one row (sizes {len(x)} and {len(x_prime)})"
@@ -142,10 +151,9 @@ def neighbours_swap():
     """Swap (replace-one) neighbours: finite datasets of one size that differ in at most one row."""
     def check(x, x_prime):
         x, x_prime = np.asarray(x, np.float64), np.asarray(x_prime, np.float64)
-        if x.shape != x_prime.shape:
-            return f"shapes {x.shape} and {x_prime.shape} differ"
-        if not (np.isfinite(x).all() and np.isfinite(x_prime).all()):
-            return "they hold NaN or inf"
+        reason = _shape_and_finite(x, x_prime)
+        if reason is not None:
+            return reason
         if _unmatched(x, x_prime) > 1:
             return f"{_unmatched(x, x_prime)} rows differ (a swap changes one)"
         return None

@@ -24,18 +24,6 @@ class CliError(Exception):
     """A user error reported on stderr without a traceback."""
 
 
-def _positive_float(name):
-    def parse(text):
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{name} must be a number, got {text!r}") from None
-        if not math.isfinite(value) or value <= 0:
-            raise argparse.ArgumentTypeError(f"{name} must be finite and > 0, got {text!r}")
-        return value
-    return parse
-
-
 def _delta(text):
     try:
         value = float(text)
@@ -96,9 +84,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="statistic parameter, e.g. --param q=0.9 (repeatable)")
     est.add_argument("--mechanism", required=True, choices=sorted(ESTIMATORS),
                      help="; ".join(f"{e.name}: {e.help}" for e in ESTIMATORS.values()))
-    est.add_argument("--epsilon", required=True, type=_positive_float("--epsilon"))
+    est.add_argument("--epsilon", required=True, type=finite_float("--epsilon", positive=True))
     est.add_argument("--delta", type=_delta)
-    est.add_argument("--sensitivity", type=_positive_float("--sensitivity"))
+    est.add_argument("--sensitivity", type=finite_float("--sensitivity", positive=True))
     est.add_argument("--secure", action="store_true", help="floating-point-safe noise on a 2^-k grid")
     est.add_argument("--seed", type=seed_argument,
                      help="PRNG seed, 0 <= seed < 2**63 (default: fresh OS entropy, printed in --json)")

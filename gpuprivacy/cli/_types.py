@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 
 
 def seed_argument(text):
@@ -16,14 +17,16 @@ def seed_argument(text):
     return value
 
 
-def finite_float(name: str):
-    """An argparse type for a finite real number (NaN and infinities are refused by name)."""
+def finite_float(name: str, *, positive: bool = False):
+    """An argparse type for a finite real number (NaN and infinities refused by name); ``positive``: also > 0."""
+    need = "finite and > 0" if positive else "finite"
+
     def parse(text):
         try:
             value = float(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{name} must be a number, got {text!r}.") from None
-        if value != value or value in (float("inf"), float("-inf")):
-            raise argparse.ArgumentTypeError(f"{name} must be finite, got {text!r}.")
+        if not math.isfinite(value) or (positive and value <= 0):
+            raise argparse.ArgumentTypeError(f"{name} must be {need}, got {text!r}.")
         return value
     return parse

@@ -78,6 +78,7 @@ import tempfile
 import textwrap
 import threading
 import time
+import weakref
 from typing import Callable
 
 import jax
@@ -226,8 +227,24 @@ def _closure_value(fn, key, value):
                         "closure values are supported (pass source text instead).")
 
 
+# Requests of closure-free function objects, by identity: reading and hashing a module's source is the only
+# per-call cost of the gate for a plain callable, so it is paid once. (A closure's cell values can change,
+# so those are rebuilt each time.)
+_REQUESTS: "weakref.WeakKeyDictionary[Callable, tuple[str, str, dict]]" = weakref.WeakKeyDictionary()
+
+
 def _callable_request(fn) -> tuple[str, str, dict]:
     """(module source, name, extra request fields) for a function object."""
+    cached = _REQUESTS.get(fn) if inspect.isfunction(fn) else None
+    if cached is not None:
+        return cached
+    request = _build_callable_request(fn)
+    if not fn.__closure__:
+        _REQUESTS[fn] = request
+    return request
+
+
+def _build_callable_request(fn) -> tuple[str, str, dict]:
     label = getattr(fn, "__qualname__", repr(fn))
     if not inspect.isfunction(fn) or fn.__name__ == "<lambda>":
         raise OracleRefused(f"oracle {label!r} refused: only plain (def) functions can be sent to the sandbox "
