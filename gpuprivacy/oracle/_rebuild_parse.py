@@ -237,6 +237,11 @@ class _Parser:
         for key, value in raw.items():
             if not isinstance(key, str):
                 raise self.refuse(f"{where}: parameter names must be strings")
+            if key in _IGNORED_KEYS and isinstance(value, dict) and set(value) == {"enum", "member"}:
+                # Parameters the rebuild never binds (jit's ``inline`` became an enum in newer JAX): their
+                # value is dropped, so an enum class we do not know is harmless there and nowhere else.
+                params[key] = _Dropped("enum")
+                continue
             params[key] = self.param(value, f"{where}.params.{key}", depth)
         invars = [self.atom(v, env, f"{where}.invars") for v in self._list(node["invars"], f"{where}.invars")]
         outvars = [self.binder(v, env, f"{where}.outvars[{i}]")

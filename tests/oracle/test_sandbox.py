@@ -332,6 +332,30 @@ def test_lying_tree_dropped_in_wrong_slot(honest_tree):
         _rebuild(tree)
 
 
+def test_an_unknown_enum_is_dropped_only_where_its_value_is_never_bound():
+    # Newer JAX (0.11) writes jit's ``inline`` parameter as an enum ('Inline'.'AUTO'); the rebuild inlines
+    # jit and never binds that value, so it must not refuse an honest oracle. Everywhere else an enum the
+    # allow-list does not know is still refused.
+    source = HEADER + """
+def f(rows, valid):
+    twice = jax.jit(lambda r: r * 2.0)
+    w = valid.astype(jnp.float64)
+    return (w * twice(rows)).sum() / w.sum()
+"""
+    tree = sandbox.trace_in_sandbox(source=source, name="f", rows_shape=ROWS_1D, rows_dtype="float64", capacity=CAP)
+    jit_eqn = next(e for e in tree["jaxpr"]["eqns"] if e["primitive"] in ("jit", "pjit"))
+    jit_eqn["params"]["inline"] = {"enum": "Inline", "member": "AUTO"}
+    _rebuild(copy.deepcopy(tree))
+    other = copy.deepcopy(tree)
+    _first_eqn(other, "mul")["params"]["inline"] = {"enum": "Inline", "member": "AUTO"}
+    with pytest.raises(OracleRefused, match="dropped enum"):
+        _rebuild(other)
+    other = copy.deepcopy(tree)
+    _first_eqn(other, "reduce_sum")["params"]["axes_kind"] = {"enum": "Exfiltrator", "member": "X"}
+    with pytest.raises(OracleRefused, match="enum 'Exfiltrator'"):
+        _rebuild(other)
+
+
 def test_lying_tree_shapes(honest_tree):
     tree = copy.deepcopy(honest_tree)
     _first_eqn(tree)["outvars"][0]["aval"]["shape"] = [CAP + 1]
