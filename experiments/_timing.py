@@ -1,5 +1,6 @@
-"""Timing helper shared by the benchmark scripts (run as ``python experiments/bench_*.py``)."""
+"""Timing helpers shared by the benchmark scripts (run as ``python experiments/bench_*.py``)."""
 
+import os
 import time
 
 import jax
@@ -13,3 +14,22 @@ def best_of(fn, repeats):
         jax.block_until_ready(fn())
         times.append(time.perf_counter() - start)
     return min(times)
+
+
+def first_call(fn):
+    """``(result, seconds)`` of one call of ``fn``, waiting for JAX results before stopping the clock.
+
+    The result is returned as it is (a device array stays one): convert it with ``np.asarray`` after this
+    returns, so that the device-to-host copy is not timed.
+    """
+    start = time.perf_counter()
+    result = jax.block_until_ready(fn())
+    return result, time.perf_counter() - start
+
+
+def load_average():
+    """``os.getloadavg()`` as a list of three floats (NaNs where the platform has none)."""
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:  # pragma: no cover
+        return [float("nan")] * 3

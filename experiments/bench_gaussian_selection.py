@@ -10,7 +10,12 @@ width around its mode, located here with SciPy). Prints seconds per value, the s
 largest relative disagreements, plus the machine, date, versions and load average.
 
     python experiments/bench_gaussian_selection.py             # 40 x 30 = 1200 grid points, 12 sampled
+    python experiments/bench_gaussian_selection.py --quick     # 10 x 10 grid, 3 sampled (a smoke run)
+    python experiments/bench_gaussian_selection.py --gpu       # 400 x 30 = 12000 grid points, 12 sampled
     python experiments/bench_gaussian_selection.py --json      # one JSON object on stdout
+
+Explicit ``--num-sigma``, ``--num-d`` and ``--sampled`` override the mode's sizes. The authors' method and
+the reference always run on the CPU, one sampled point at a time, whatever the mode.
 """
 
 from __future__ import annotations
@@ -34,6 +39,12 @@ import gpuprivacy
 from gpuprivacy import accounting
 
 SENSITIVITY, LOWER, UPPER = 1e-3, 0.0, 1.0
+# Sizes per mode: grid points in sigma and in d (d is rounded and deduplicated), points timed with mpmath.
+MODES = {
+    "default": dict(num_sigma=40, num_d=30, sampled=12),
+    "quick": dict(num_sigma=10, num_d=10, sampled=3),
+    "gpu": dict(num_sigma=400, num_d=30, sampled=12),
+}
 
 
 def _grid(num_sigma: int, num_d: int):
@@ -91,6 +102,7 @@ def _environment() -> dict:
 
 
 def run(num_sigma: int = 40, num_d: int = 30, num_sampled: int = 12, repeats: int = 3, seed: int = 0) -> dict:
+    load_before = os.getloadavg()
     sigma, d = _grid(num_sigma, num_d)
     size = sigma.size
     start = time.perf_counter()
@@ -132,26 +144,40 @@ def run(num_sigma: int = 40, num_d: int = 30, num_sampled: int = 12, repeats: in
         "sampled": [{"sigma": float(sigma.flat[i]), "d": int(d.flat[i]), "ours": float(ours.flat[i]),
                      "authors_dps50": a, "reference_dps60": float(r)}
                     for i, a, r in zip(sample, authors, references)],
-        "environment": _environment(),
+        "environment": {**_environment(), "load_average_before": load_before},
     }
+
+
+def _describe(sizes):
+    return (f"{sizes['num_sigma']} x {sizes['num_d']} (sigma, d) grid, {sizes['sampled']} points timed with the "
+            "authors' method")
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--num-sigma", type=int, default=40)
-    parser.add_argument("--num-d", type=int, default=30)
-    parser.add_argument("--sampled", type=int, default=12, help="grid points timed with the authors' method")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--gpu", action="store_true", help="GPU sizes: " + _describe(MODES["gpu"]))
+    mode.add_argument("--quick", action="store_true", help="smallest sizes: " + _describe(MODES["quick"]))
+    parser.add_argument("--num-sigma", type=int, default=None, help="default 40 (--quick 10, --gpu 400)")
+    parser.add_argument("--num-d", type=int, default=None, help="default 30 (--quick 10)")
+    parser.add_argument("--sampled", type=int, default=None,
+                        help="grid points timed with the authors' method (default 12, --quick 3)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)
-    result = run(args.num_sigma, args.num_d, args.sampled)
+    mode_name = "gpu" if args.gpu else "quick" if args.quick else "default"
+    sizes = {name: value if getattr(args, name) is None else getattr(args, name)
+             for name, value in MODES[mode_name].items()}
+    result = run(sizes["num_sigma"], sizes["num_d"], sizes["sampled"])
+    result["mode"] = mode_name
     if args.json:
         json.dump(result, sys.stdout, indent=1)
         sys.stdout.write("\n")
         return 0
     env = result["environment"]
     print(f"{env['date']}  {env['machine']} ({env['cpu_count']} CPUs, load average "
-          f"{', '.join(f'{x:.2f}' for x in env['load_average'])})  jax {env['jax']} on {env['backend']} "
-          f"({env['device']})  mpmath {env['mpmath']}  git {env['git_sha']}")
+          f"{', '.join(f'{x:.2f}' for x in env['load_average_before'])} before, "
+          f"{', '.join(f'{x:.2f}' for x in env['load_average'])} after)  jax {env['jax']} on {env['backend']} "
+          f"({env['device']})  mpmath {env['mpmath']}  git {env['git_sha']}  mode {mode_name}")
     g = result["grid"]
     print(f"grid: {g['num_points']} (sigma, d) points, sigma in {g['sigma']}, d in {g['d']}, "
           f"Delta = {g['sensitivity']}")

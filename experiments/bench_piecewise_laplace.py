@@ -12,12 +12,17 @@ compiling call is reported separately). ``uptime`` load is printed with the
 numbers: the machine may be shared.
 
     python experiments/bench_piecewise_laplace.py           # CPU
+    python experiments/bench_piecewise_laplace.py --quick   # smallest sizes (a smoke run, under ~20 s on a CPU)
+    python experiments/bench_piecewise_laplace.py --gpu     # 10^5 datasets of n = 10^3, one release at n = 10^7
     python experiments/bench_piecewise_laplace.py --json    # one JSON object on stdout
+
+Explicit ``--datasets``, ``--n``, ``--single-n`` and ``--loop-limit`` override the mode's sizes.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
 import platform
@@ -30,9 +35,15 @@ import numpy as np
 
 import gpuprivacy
 from gpuprivacy.mechanisms import instance_optimal as io
-from _timing import best_of  # experiments/_timing.py (the script's folder is on sys.path)
+from _timing import best_of, load_average  # experiments/_timing.py (the script's folder is on sys.path)
 
 LOWER, UPPER, EPSILON = 0.0, 1.0, 1.0
+# Sizes per mode: batched datasets, n per dataset, n of the single release, datasets the NumPy loop is timed on.
+MODES = {
+    "default": dict(datasets=10**4, n=10**3, single_n=10**6, loop_limit=2000),
+    "quick": dict(datasets=10**3, n=10**3, single_n=10**5, loop_limit=500),
+    "gpu": dict(datasets=10**5, n=10**3, single_n=10**7, loop_limit=2000),
+}
 
 
 def numpy_plm_median(rng, x, epsilon, lower, upper):
@@ -82,6 +93,7 @@ def case_batched(num_datasets, n, repeats, loop_limit):
     med = np.median(host[:limit], axis=1)
     return {"case": f"{num_datasets} datasets x n={n} median (bounds + Alg 1)", "ours_s": ours, "first_call_s": first,
             "numpy_loop_s": baseline, "loop_timed_on": limit, "ratio_numpy_over_ours": baseline / ours,
+            "ratio": baseline / ours,
             "ours_mean_abs_err": float(np.mean(np.abs(values[:limit] - med))),
             "numpy_mean_abs_err": float(np.mean(np.abs(np.asarray(baseline_values) - med)))}
 
@@ -109,25 +121,41 @@ def _timed(fn):
     return time.perf_counter() - start
 
 
+def _describe(sizes):
+    return (f"{sizes['datasets']} datasets of n = {sizes['n']} (NumPy loop timed on {sizes['loop_limit']}, scaled), "
+            f"one release at n = {sizes['single_n']}")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--gpu", action="store_true", help="GPU sizes: " + _describe(MODES["gpu"]))
+    mode.add_argument("--quick", action="store_true", help="smallest sizes: " + _describe(MODES["quick"]))
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--datasets", type=int, default=10**4)
-    parser.add_argument("--n", type=int, default=10**3)
-    parser.add_argument("--single-n", type=int, default=10**6)
-    parser.add_argument("--loop-limit", type=int, default=2000)
+    parser.add_argument("--datasets", type=int, default=None, help="default 10^4 (--quick 10^3, --gpu 10^5)")
+    parser.add_argument("--n", type=int, default=None, help="rows per dataset, default 10^3")
+    parser.add_argument("--single-n", type=int, default=None, help="default 10^6 (--quick 10^5, --gpu 10^7)")
+    parser.add_argument("--loop-limit", type=int, default=None,
+                        help="datasets the NumPy loop is timed on, scaled to all (default 2000, --quick 500)")
     args = parser.parse_args(argv)
-    load_before = _uptime()
-    results = [case_batched(args.datasets, args.n, args.repeats, args.loop_limit), case_single(args.single_n,
-                                                                                               args.repeats)]
+    mode_name = "gpu" if args.gpu else "quick" if args.quick else "default"
+    sizes = {name: value if getattr(args, name) is None else getattr(args, name)
+             for name, value in MODES[mode_name].items()}
+    load_before, loadavg_before = _uptime(), load_average()
+    results = [case_batched(sizes["datasets"], sizes["n"], args.repeats, sizes["loop_limit"]),
+               case_single(sizes["single_n"], args.repeats)]
     payload = {"results": results, "uptime_before": load_before, "uptime_after": _uptime(),
-               "device": jax.devices()[0].device_kind, "backend": jax.default_backend(), "jax": jax.__version__,
+               "load_before": loadavg_before, "load_after": load_average(),
+               "date": datetime.datetime.now().isoformat(timespec="seconds"), "mode": mode_name, "sizes": sizes,
+               "device": jax.devices()[0].device_kind, "devices": [str(d) for d in jax.devices()],
+               "backend": jax.default_backend(), "jax": jax.__version__,
                "gpuprivacy": gpuprivacy.__version__, "platform": platform.platform(),
                "cpu_count": os.cpu_count()}
     if args.json:
         print(json.dumps(payload, indent=1))
         return
+    print(f"# bench_piecewise_laplace  {payload['date']}  mode {mode_name}")
     print(f"device: {payload['device']} ({payload['backend']}), jax {payload['jax']}")
     print(f"load before: {load_before}")
     for r in results:

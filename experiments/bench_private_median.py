@@ -13,7 +13,11 @@ Our times are steady state (best of ``--repeats``); first (compiling) calls are 
 The machine load (``uptime``) is recorded with the numbers.
 
     python experiments/bench_private_median.py            # CPU sizes of issue 8
+    python experiments/bench_private_median.py --quick    # smallest sizes (a smoke run, under ~20 s on a CPU)
+    python experiments/bench_private_median.py --gpu      # 10^4 trials (loop timed on 1000, scaled), n = 10^7
     python experiments/bench_private_median.py --json     # one JSON object on stdout
+
+Explicit ``--trials``, ``--n``, ``--large-n`` and ``--loop-limit`` override the mode's sizes.
 """
 
 from __future__ import annotations
@@ -33,9 +37,15 @@ import numpy as np
 
 import gpuprivacy
 from gpuprivacy.mechanisms import median
-from _timing import best_of  # experiments/_timing.py (the script's folder is on sys.path)
+from _timing import best_of, load_average  # experiments/_timing.py (the script's folder is on sys.path)
 
 PARAMS = dict(epsilon=1.0, min_density=0.24, radius=1.0, median_bound=10.0, constant=6.0)
+# Sizes per mode: trials, n per trial, n of the single release, trials the NumPy loop is timed on (None: all).
+MODES = {
+    "default": dict(trials=1000, n=10_000, large_n=1_000_000, loop_limit=None),
+    "quick": dict(trials=100, n=10_000, large_n=100_000, loop_limit=None),
+    "gpu": dict(trials=10_000, n=10_000, large_n=10_000_000, loop_limit=1000),
+}
 
 
 def numpy_release(rng, x, cfg):
@@ -66,7 +76,7 @@ def numpy_release(rng, x, cfg):
     return centre + flat + u * (support - centre - flat)
 
 
-def case_trials(trials, n, repeats):
+def case_trials(trials, n, repeats, loop_limit=None):
     rng = np.random.default_rng(0)
     data = rng.standard_normal((trials, n))
     cfg = median.median_parameters(n, **PARAMS)
@@ -75,12 +85,14 @@ def case_trials(trials, n, repeats):
     out = median.private_median_trials(key, data, **PARAMS)
     first = time.perf_counter() - start
     steady = best_of(lambda: median.private_median_trials(key, data, **PARAMS).values, repeats)
+    limit = trials if loop_limit is None else min(trials, loop_limit)
     start = time.perf_counter()
     loop_rng = np.random.default_rng(1)
-    reference = [numpy_release(loop_rng, x, cfg) for x in data]
-    loop = time.perf_counter() - start
+    reference = [numpy_release(loop_rng, x, cfg) for x in data[:limit]]
+    loop = (time.perf_counter() - start) * trials / limit  # timed on the first `limit` trials, scaled
     return {"case": f"{trials} trials, n={n}", "ours_s": steady, "ours_first_call_s": first, "numpy_loop_s": loop,
-            "ratio": loop / steady, "fast_path_rate": out.fast_path_rate, "overflow_rate": out.overflow_rate,
+            "loop_timed_on": limit, "ratio": loop / steady, "fast_path_rate": out.fast_path_rate,
+            "overflow_rate": out.overflow_rate,
             "error_q90_ours": float(np.quantile(np.abs(out.values), 0.9)),
             "error_q90_numpy": float(np.quantile(np.abs(reference), 0.9)), "target": 1.0}
 
@@ -109,29 +121,46 @@ def _uptime():
         return os.getloadavg().__repr__()
 
 
+def _describe(sizes):
+    loop = "all trials" if sizes["loop_limit"] is None else f"{sizes['loop_limit']} trials, scaled"
+    return (f"{sizes['trials']} trials of n = {sizes['n']}, one release at n = {sizes['large_n']}; NumPy loop timed on "
+            f"{loop}")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--gpu", action="store_true", help="GPU sizes: " + _describe(MODES["gpu"]))
+    mode.add_argument("--quick", action="store_true", help="smallest sizes: " + _describe(MODES["quick"]))
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--trials", type=int, default=1000)
-    parser.add_argument("--n", type=int, default=10_000)
-    parser.add_argument("--large-n", type=int, default=1_000_000)
+    parser.add_argument("--trials", type=int, default=None, help="default 1000 (--quick 100, --gpu 10000)")
+    parser.add_argument("--n", type=int, default=None, help="rows per trial, default 10000")
+    parser.add_argument("--large-n", type=int, default=None, help="default 10^6 (--quick 10^5, --gpu 10^7)")
+    parser.add_argument("--loop-limit", type=int, default=None,
+                        help="trials the NumPy loop is timed on, scaled to all (default all; --gpu 1000)")
     args = parser.parse_args(argv)
-    load_before = _uptime()
-    results = [case_trials(args.trials, args.n, args.repeats), case_large(args.large_n, args.repeats)]
+    mode_name = "gpu" if args.gpu else "quick" if args.quick else "default"
+    sizes = {name: value if getattr(args, name) is None else getattr(args, name)
+             for name, value in MODES[mode_name].items()}
+    load_before, loadavg_before = _uptime(), load_average()
+    results = [case_trials(sizes["trials"], sizes["n"], args.repeats, sizes["loop_limit"]),
+               case_large(sizes["large_n"], args.repeats)]
     meta = {"date": datetime.date.today().isoformat(), "machine": platform.machine(),
             "devices": [str(d) for d in jax.devices()], "jax": jax.__version__, "gpuprivacy": gpuprivacy.__version__,
             "python": platform.python_version(), "uptime_before": load_before, "uptime_after": _uptime(),
+            "load_before": loadavg_before, "load_after": load_average(), "mode": mode_name, "sizes": sizes,
             "cpu_count": os.cpu_count(), "opendp": "not installed: compared with the exponential-mechanism median"}
     if args.json:
         json.dump({"meta": meta, "results": results}, sys.stdout, indent=1)
         print()
         return
-    print(f"# bench_private_median  {meta['date']}  devices={meta['devices']}  jax {meta['jax']}")
+    print(f"# bench_private_median  {meta['date']}  devices={meta['devices']}  jax {meta['jax']}  mode {mode_name}")
     print(f"# load before: {meta['uptime_before']}\n# load after:  {meta['uptime_after']}")
     a, b = results
+    scaled = "" if a["loop_timed_on"] == sizes["trials"] else f" (timed on {a['loop_timed_on']} trials, scaled)"
     print(f"{a['case']}: ours {a['ours_s']:.3f} s (first call {a['ours_first_call_s']:.1f} s), NumPy loop "
-          f"{a['numpy_loop_s']:.3f} s, ratio {a['ratio']:.2f}x (target >= 1x on CPU, >= 50x on a GPU); "
+          f"{a['numpy_loop_s']:.3f} s{scaled}, ratio {a['ratio']:.2f}x (target >= 1x on CPU, >= 50x on a GPU); "
           f"fast path {a['fast_path_rate']:.3f}, overflow {a['overflow_rate']:.3f}")
     print(f"{b['case']}: ours {b['ours_s']:.4f} s (first call {b['ours_first_call_s']:.1f} s), np.sort "
           f"{b['np_sort_s']:.4f} s, ratio {b['ratio_to_sort']:.2f}x (target <= 3x); exponential-mechanism median "

@@ -24,6 +24,7 @@ from gpuprivacy import subsets as subsets
 from gpuprivacy import audit as audit
 from gpuprivacy import reproduce as reproduce
 from gpuprivacy import sweeps as sweeps
+from gpuprivacy._config import use_cpu_cores as use_cpu_cores
 from gpuprivacy._typing import OracleFn as OracleFn
 from gpuprivacy.accounting import ApproxDP as ApproxDP
 from gpuprivacy.accounting import PureDP as PureDP

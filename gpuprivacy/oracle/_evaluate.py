@@ -20,20 +20,23 @@ Sorting happens once per call (NumPy, on the host), so order-statistic
 oracles become gathers (the median of a block is ``rows[(c - 1) // 2]`` and
 ``rows[c // 2]``), never a per-subset sort.
 
-Only this module knows about chunks and meshes (STYLE rule 8): subsets are
-processed in chunks of ``chunk_size`` per device so peak memory is bounded by
-the chunk, not by k; the subset axis of each chunk is sharded over a
-``jax.sharding.Mesh`` with a named ``"subsets"`` axis (all local devices by
-default, all processes after :func:`initialize_distributed`). The value of
-each subset depends only on that subset, so results do not depend on chunk
-size or device count.
+Only this module knows about chunks and meshes (STYLE rule 8). The subset
+axis is split with ``shard_map`` over a ``jax.sharding.Mesh`` with a named
+``"subsets"`` axis (all local devices by default, all processes after
+:func:`initialize_distributed`): each device evaluates its own contiguous run
+of subsets, chunk by chunk, and keeps its outputs; removal families are
+unranked on the device, materialised ones are prepared on the host by the
+process that owns the device. Micro-batches and chunks are sized from byte
+budgets of the backend. The value of each subset depends only on that subset
+and the compiled per-device body does not depend on the chunk size or the
+device count, so results agree bit for bit (docs/engine.md).
 """
 
 from __future__ import annotations
 
 import functools
 import math
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -41,16 +44,23 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from gpuprivacy._checks import check_chunk_size, check_data, check_int
+from gpuprivacy._memory import gib, usable_bytes
 from gpuprivacy._progress import Progress
 from gpuprivacy.oracle._trust import resolve_oracle
-from gpuprivacy.oracle._isolation import COMPARE_ALL_WIDTH, apply_oracle, blocks_from_removed, gather_rows
-from gpuprivacy.subsets import SubsetFamily, binomial_table, check_family_size, level_offsets, unrank_removed_device
+from gpuprivacy.oracle._isolation import (COMPARE_ALL_WIDTH, apply_oracle, apply_order_statistic, blocks_from_removed,
+                                          gather_rows, kept_slot_reader, order_statistic_form, removed_slot_reader)
+from gpuprivacy.subsets import (SubsetFamily, binomial_table, check_family_size, level_offsets, sort_small,
+                                unrank_removed_device)
 
 SUBSETS_AXIS = "subsets"
-# Elements of gathered rows per device per chunk when chunk_size is None (~32 MiB of float64).
-_DEFAULT_CHUNK_ELEMENTS = 1 << 22
-# Subsets per vmapped oracle call; chunks are whole numbers of micro-batches.
-MICRO_BATCH = 128
+# Byte budgets per backend: (gathered-block bytes per vmapped oracle call, per device per chunk). A CPU
+# wants blocks that stay in cache; an accelerator wants calls big enough to fill it and few dispatches.
+_BUDGETS = {"cpu": (1 << 20, 1 << 25), "gpu": (1 << 26, 1 << 31), "tpu": (1 << 26, 1 << 31)}
+_MIN_MICRO_BATCH = 128
+_ORDER_STATISTIC_READ_BYTES = 256  # four slots, their positions and the removed set of one subset
+_MAX_MICRO_BATCH = 1 << 16
+MICRO_BATCH = _MIN_MICRO_BATCH
+"""The smallest micro-batch (subsets per vmapped oracle call); the engine's is sized per backend."""
 DEFAULT_MAX_QUERIES = 1 << 27
 """Default public budget of oracle calls per evaluation (about 1.3e8); pass ``max_queries`` to change it."""
 # An order of magnitude for the time a refused family would take (a CPU evaluates ~1e6 subsets/s).
@@ -108,11 +118,12 @@ def evaluate(oracle_fn: Callable, data, family: SubsetFamily, *, chunk_size: int
         ones run in-process.
       data: the dataset ``[n, ...]``, real-valued, no NaN or inf.
       family: a :class:`~gpuprivacy.subsets.SubsetFamily` over n rows.
-      chunk_size: subsets per device per step (default: about 2**22 gathered
-        elements per device), rounded up to a multiple of ``MICRO_BATCH``
-        (128), at least two. Results do not depend on it, bit for bit.
-      mesh: a mesh with a ``"subsets"`` axis; default: all devices when there
-        are several, else the default device.
+      chunk_size: subsets per device per step (default: the backend's byte
+        budget, 32 MiB of gathered rows on a CPU, 2 GiB on an accelerator),
+        rounded up to whole micro-batches, at least two. Results do not
+        depend on it, bit for bit.
+      mesh: a mesh with a ``"subsets"`` axis; default: every device of every
+        process (:func:`default_mesh`). Each device evaluates its own share.
       max_queries: refuse families with more subsets than this (a public limit;
         default :data:`DEFAULT_MAX_QUERIES`, about 1.3e8; None for no limit).
       capacity: the public block size the oracle sees, at least the family's
@@ -124,11 +135,14 @@ def evaluate(oracle_fn: Callable, data, family: SubsetFamily, *, chunk_size: int
       progress: show a progress bar on stderr.
 
     Returns:
-      ``values[k, ...]``: the oracle's value on each subset, in family order.
+      ``values[k, ...]``: the oracle's value on each subset, in family order,
+      as a device array (every process receives all values).
 
     Raises:
       ValueError / TypeError: bad data, a family of another n, chunk_size < 1,
-        a family larger than ``max_queries``, an oracle factory instead of an oracle.
+        a family larger than ``max_queries``, outputs that cannot fit the
+        device's memory (refused before any work, with what would fit), an
+        oracle factory instead of an oracle.
       OracleRefused: an untrusted oracle that fails to trace or uses anything
         off the allow-list (custom batching, callbacks, effects, randomness...).
     """
@@ -167,29 +181,93 @@ def evaluate(oracle_fn: Callable, data, family: SubsetFamily, *, chunk_size: int
     rank[n] = n  # the sentinel stays the sentinel
     sorted_data = data[order]
 
-    if mesh is None and jax.device_count() > 1:
-        mesh = default_mesh()
-    num_devices = 1 if mesh is None else mesh.shape[SUBSETS_AXIS]
-    row_elements = max(1, int(np.prod(data.shape[1:], dtype=np.int64)))
-    if chunk_size is None:
-        chunk_size = max(1, _DEFAULT_CHUNK_ELEMENTS // (capacity * row_elements))
-    per_device = min(chunk_size, math.ceil(family.num_subsets / num_devices))
-    step = max(2, math.ceil(per_device / MICRO_BATCH)) * MICRO_BATCH * num_devices
-
-    runner = _ChunkRunner(oracle_fn, family, sorted_data, rank, step, mesh, capacity)
-    pending, outputs = [], []
+    mesh = default_mesh() if mesh is None else mesh
+    if SUBSETS_AXIS not in mesh.shape:
+        raise ValueError(f"mesh must have an axis named {SUBSETS_AXIS!r}, got axes {tuple(mesh.shape)}. Build it "
+                         "with gpuprivacy.oracle.default_mesh() or Mesh(devices, ('subsets',)).")
+    plan = plan_evaluation(oracle_fn, data, family, capacity=capacity, chunk_size=chunk_size, mesh=mesh)
+    runner = _ChunkRunner(oracle_fn, family, sorted_data, rank, plan, mesh)
+    out = runner.empty_outputs()
     with Progress(family.num_subsets, "evaluate", enabled=progress) as bar:
-        for start in range(0, family.num_subsets, step):
-            stop = min(start + step, family.num_subsets)
-            pending.append((runner(start), stop - start))
-            if len(pending) > 2:  # keep two chunks in flight, bound host memory
-                result, count = pending.pop(0)
-                outputs.append(jax.tree.map(lambda x: np.asarray(x)[:count], result))
-                bar.update(count)
-        for result, count in pending:
-            outputs.append(jax.tree.map(lambda x: np.asarray(x)[:count], result))
-            bar.update(count)
-    return jax.tree.map(lambda *xs: jnp.asarray(np.concatenate(xs, axis=0)), *outputs)
+        done = 0
+        for chunk in range(plan.num_chunks):
+            out = runner(out, chunk)  # asynchronous: the host prepares the next chunk while devices work
+            step = min(plan.per_device * plan.num_devices, family.num_subsets - done)
+            done += step
+            bar.update(step)
+    return runner.finish(out)
+
+
+class EvaluationPlan(NamedTuple):
+    """How :func:`evaluate` splits a family over devices, chunks and micro-batches (all public quantities).
+
+    Device ``d`` owns the contiguous run of subsets ``[d * per_device_total, (d + 1) * per_device_total)``
+    and evaluates it in ``num_chunks`` steps of ``per_device`` subsets, as ``per_device // micro_batch``
+    vmapped oracle calls; its outputs stay on it. The tail past the family repeats its last subset
+    and is cut off.
+    """
+
+    num_subsets: int
+    num_devices: int
+    micro_batch: int
+    per_device: int
+    num_chunks: int
+    per_device_total: int
+    output_bytes: int
+    block_bytes: int
+    capacity: int
+
+
+def plan_evaluation(oracle_fn, data, family: SubsetFamily, *, capacity: int, chunk_size: int | None,
+                    mesh: Mesh) -> EvaluationPlan:
+    """Sizes an evaluation from byte budgets of the backend, and refuses what cannot fit before any work.
+
+    The micro-batch (subsets per vmapped oracle call) depends only on the
+    backend and the block's bytes, never on the chunk size or device count,
+    so the compiled per-device body, and with it every floating-point
+    reduction, is the same however the work is split: results agree bit for
+    bit. The chunk (subsets per device per step) comes from ``chunk_size`` or
+    from the backend's budget.
+    """
+    platform = mesh.devices.flat[0].platform
+    row_bytes = max(1, int(np.prod(data.shape[1:], dtype=np.int64))) * data.dtype.itemsize
+    block_bytes = capacity * row_bytes
+    # The package's order statistics read a few slots per subset, not the block: size their calls by that.
+    read_bytes = _ORDER_STATISTIC_READ_BYTES if (data.ndim == 1 and order_statistic_form(oracle_fn)) else block_bytes
+    micro_budget, chunk_budget = _BUDGETS.get(platform, _BUDGETS["gpu"])
+    micro = _MIN_MICRO_BATCH
+    while micro * 2 * read_bytes <= micro_budget and micro * 2 <= _MAX_MICRO_BATCH:
+        micro *= 2
+    num_devices = mesh.shape[SUBSETS_AXIS]
+    k = family.num_subsets
+    if chunk_size is None:
+        chunk_size = max(1, chunk_budget // block_bytes)
+    per_device_needed = math.ceil(k / num_devices)
+    per_device = min(chunk_size, per_device_needed)
+    per_device = max(2, math.ceil(per_device / micro)) * micro  # whole micro-batches, at least two (see apply_oracle)
+    num_chunks = math.ceil(per_device_needed / per_device)
+    out = jax.eval_shape(oracle_fn, jax.ShapeDtypeStruct((capacity,) + data.shape[1:], data.dtype),
+                         jax.ShapeDtypeStruct((capacity,), np.dtype(bool)))
+    per_subset_out = sum(int(np.prod(x.shape, dtype=np.int64)) * x.dtype.itemsize for x in jax.tree.leaves(out))
+    plan = EvaluationPlan(k, num_devices, micro, per_device, num_chunks, num_chunks * per_device,
+                          per_subset_out * num_chunks * per_device, block_bytes, capacity)
+    _check_fits(plan, family, mesh)
+    return plan
+
+
+def _check_fits(plan: EvaluationPlan, family: SubsetFamily, mesh: Mesh) -> None:
+    """Refuses, before any work, outputs or blocks that cannot fit one device's memory."""
+    available, where = usable_bytes(mesh.devices.flat[0])
+    working = 4 * plan.micro_batch * plan.block_bytes  # gathered block, positions, mask, oracle temporaries
+    if plan.output_bytes + working <= available:
+        return
+    fits = max(0, (available - working)) // max(1, plan.output_bytes // max(1, plan.per_device_total))
+    raise ValueError(
+        f"{family.name or 'the family'} has {plan.num_subsets:,} subsets; their outputs need "
+        f"{gib(plan.output_bytes)} on each of {plan.num_devices} device(s) plus {gib(working)} of working blocks, "
+        f"more than the {gib(available)} planned for {where}. About {fits * plan.num_devices:,} subsets would fit "
+        f"here: split the family (evaluate parts of it), use more devices (a mesh over several), or a smaller "
+        f"capacity (now {plan.block_bytes:,} bytes per block).")
 
 
 @functools.lru_cache(maxsize=256)
@@ -207,45 +285,63 @@ def _check_traces(oracle_fn, rows_shape, dtype_name) -> None:
 
 
 class _ChunkRunner:
-    """Prepares one chunk's inputs on the host and runs the jitted kernel."""
+    """Feeds each device its own share of a chunk and runs the jitted per-device kernel.
 
-    def __init__(self, oracle_fn, family, sorted_data, rank, step, mesh, capacity):
-        self.family, self.rank, self.step, self.mesh, self.capacity = family, rank, step, mesh, capacity
+    Device ``d`` evaluates global subsets ``d * L + chunk * per_device + [0, per_device)``
+    (``L = plan.per_device_total``) and writes them into its own slice of the
+    output, which never leaves it. Removal families are unranked on the
+    device from the chunk number alone; materialised families are prepared on
+    the host, each process only for the rows of its own devices.
+    """
+
+    def __init__(self, oracle_fn, family, sorted_data, rank, plan, mesh):
+        self.family, self.rank, self.plan, self.mesh = family, rank, plan, mesh
         self.n = family.n
-        if mesh is None:
-            self.put_replicated = jnp.asarray
-            self.put_sharded = jnp.asarray
-        else:
-            replicated = NamedSharding(mesh, PartitionSpec())
-            sharded = NamedSharding(mesh, PartitionSpec(SUBSETS_AXIS))
-            self.put_replicated = functools.partial(_global_array, sharding=replicated)
-            self.put_sharded = functools.partial(_global_array, sharding=sharded)
-        self.sorted_data = self.put_replicated(sorted_data)
+        self.replicated = NamedSharding(mesh, PartitionSpec())
+        self.sharded = NamedSharding(mesh, PartitionSpec(SUBSETS_AXIS))
+        put = functools.partial(_global_array, sharding=self.replicated)
+        self.sorted_data = put(sorted_data)
         kind = family.kind
+        self.tables = ()
         if kind == "removals":
-            self.table = self.put_replicated(binomial_table(family.n, family.depth))
-            self.offsets = self.put_replicated(np.asarray(level_offsets(family.n, family.depth), np.int64))
-            self.rank_device = self.put_replicated(rank)
-        # Many removed rows: slot positions are cheaper to find on the host (a mask
-        # and a boolean compaction in NumPy) than on the device, so such families
-        # reach the kernel in kept form.
+            self.tables = (put(rank), put(binomial_table(family.n, family.depth)),
+                           put(np.asarray(level_offsets(family.n, family.depth), np.int64)))
+        # Many removed rows: slot positions are cheaper to find on the host (a mask and a boolean compaction
+        # in NumPy) than on the device, so such families reach the kernel in kept form.
         self.compact_on_host = kind == "removed" and family.removed_width > COMPARE_ALL_WIDTH
         kernel_kind = "kept" if self.compact_on_host else kind
-        self.kernel = _compiled_kernel(oracle_fn, kernel_kind, family.n, capacity, family.depth, step, mesh)
+        self.capacity = capacity = plan.capacity
+        self.kernel, self.out_tree = _compiled_kernel(oracle_fn, kernel_kind, family.n, capacity, family.depth,
+                                                      plan.micro_batch, plan.per_device, plan.num_subsets,
+                                                      plan.per_device_total, mesh,
+                                                      jax.ShapeDtypeStruct(sorted_data.shape, sorted_data.dtype))
 
-    def __call__(self, start: int):
-        family, step = self.family, self.step
-        stop = min(start + step, family.num_subsets)
-        if family.kind == "removals":
-            bounds = np.asarray([start, family.num_subsets - 1], dtype=np.int64)
-            return self.kernel(self.sorted_data, self.rank_device, self.table, self.offsets,
-                               self.put_replicated(bounds))
-        # Materialised forms: map to canonical positions and sort on the host
-        # (NumPy's sort is several times faster than XLA's on CPU).
-        rows = np.arange(start, start + step).clip(max=stop - 1)  # pad the last chunk by repetition
+    def empty_outputs(self):
+        total = self.plan.per_device_total * self.plan.num_devices
+        return [_zeros((total,) + leaf.shape, leaf.dtype, self.sharded) for leaf in self.out_tree[0]]
+
+    def __call__(self, out, chunk: int):
+        chunk_arg = jnp.asarray(chunk, jnp.int64)
+        if self.family.kind == "removals":
+            return self.kernel(out, chunk_arg, self.sorted_data, *self.tables)
+        per_device, total = self.plan.per_device, self.plan.per_device_total
+        width = self.capacity if (self.family.kind != "removed" or self.compact_on_host) else self.family.removed_width
+        shape = (per_device * self.plan.num_devices, width)
+
+        def local(index):  # called only for this process's devices: each process prepares only its share
+            device = index[0].start // per_device if index[0].start is not None else 0
+            first = device * total + chunk * per_device
+            rows = np.arange(first, first + per_device).clip(max=self.family.num_subsets - 1)
+            return self._positions(rows)
+
+        positions = jax.make_array_from_callback(shape, self.sharded, local)
+        return self.kernel(out, chunk_arg, self.sorted_data, positions)
+
+    def _positions(self, rows):
+        """Canonical positions for the family's ``rows`` (NumPy's sort beats XLA's on a CPU host)."""
+        family = self.family
         if self.compact_on_host:
-            return self.kernel(self.sorted_data, self.put_sharded(_kept_positions(
-                self.rank[family.removed[rows]], self.n, self.capacity)))
+            return _kept_positions(self.rank[family.removed[rows]], self.n, self.capacity)
         if family.kind == "removed":
             positions = self.rank[family.removed[rows]]
         else:
@@ -254,7 +350,18 @@ class _ChunkRunner:
         if family.kind != "removed" and positions.shape[1] < self.capacity:  # pad to the public capacity
             padding = np.full((positions.shape[0], self.capacity - positions.shape[1]), self.n, np.int32)
             positions = np.concatenate([positions, padding], axis=1)
-        return self.kernel(self.sorted_data, self.put_sharded(positions))
+        return positions
+
+    def finish(self, out):
+        """The first ``k`` outputs in family order, as device arrays (sharded over the devices' runs)."""
+        plan = self.plan
+        # Device d's run holds global subsets [d * L, (d + 1) * L), so the sharded output is already in family
+        # order: cut the padding at k.
+        values = _first(plan.num_subsets)(tuple(out))
+        if jax.process_count() > 1:  # every process receives all values (a host all-gather of the outputs)
+            from jax.experimental import multihost_utils
+            values = tuple(jnp.asarray(multihost_utils.process_allgather(v, tiled=True)) for v in values)
+        return jax.tree.unflatten(self.out_tree[1], list(values))
 
 
 def _kept_positions(removed_positions, n, capacity):
@@ -278,35 +385,79 @@ def _global_array(value, sharding):
     return jax.make_array_from_callback(value.shape, sharding, lambda index: value[index])
 
 
-def _constrain(x, mesh):
-    if mesh is None:
-        return x
-    return jax.lax.with_sharding_constraint(x, NamedSharding(mesh, PartitionSpec(SUBSETS_AXIS)))
+@functools.lru_cache(maxsize=64)
+def _zeros_fn(shape, dtype, sharding):
+    return jax.jit(lambda: jnp.zeros(shape, dtype), out_shardings=sharding)
+
+
+def _zeros(shape, dtype, sharding):
+    return _zeros_fn(tuple(shape), np.dtype(dtype), sharding)()
 
 
 @functools.lru_cache(maxsize=64)
-def _compiled_kernel(oracle_fn, kind, n, capacity, depth, step, mesh):
-    # Cached so that repeated calls with the same oracle and shapes do not recompile.
-    out_sharding = None if mesh is None else NamedSharding(mesh, PartitionSpec())
+def _first(k):
+    return jax.jit(lambda values: tuple(v[:k] for v in values))
 
-    if kind == "removals":
-        def kernel(sorted_data, rank, table, offsets, bounds):
-            # bounds = [first global index, last valid global index]; the tail repeats the last subset.
-            index = jnp.minimum(bounds[0] + jnp.arange(step, dtype=jnp.int64), bounds[1])
 
-            def make_block(index):
+@functools.lru_cache(maxsize=64)
+def _compiled_kernel(oracle_fn, kind, n, capacity, depth, micro, per_device, k, per_device_total, mesh, data_spec):
+    """The jitted chunk step: ``(outputs, chunk, sorted_data, *inputs) -> outputs``, one shard per device.
+
+    ``shard_map`` gives each device its own program over its own share: it
+    derives its subsets from its axis index and the chunk number, evaluates
+    them in ``per_device // micro`` oracle calls and writes them into its own
+    output slice (donated, so updated in place). Cached so that repeated calls
+    with the same oracle and shapes do not recompile.
+    """
+    rows_spec = jax.ShapeDtypeStruct((capacity,) + data_spec.shape[1:], data_spec.dtype)
+    out_spec = jax.eval_shape(oracle_fn, rows_spec, jax.ShapeDtypeStruct((capacity,), np.dtype(bool)))
+    leaves, tree = jax.tree.flatten(out_spec)
+
+    # The package's order statistics (median, quantiles) read a few slots of each block: their values are
+    # computed from those slots alone, with the oracle's own arithmetic (apply_order_statistic).
+    form = order_statistic_form(oracle_fn) if len(data_spec.shape) == 1 else None
+
+    def blocks(sorted_data, inputs, first):
+        if kind == "removals":
+            rank, table, offsets = inputs
+            index = jnp.minimum(first + jnp.arange(per_device, dtype=jnp.int64), k - 1)
+
+            def removed_of(index):
                 removed = unrank_removed_device(index, table, offsets, n, depth)
-                removed = jnp.sort(rank[removed], axis=-1)  # canonical positions; sentinel n stays last
-                return blocks_from_removed(sorted_data, removed, n, capacity)
+                return sort_small(rank[removed])  # canonical positions; the sentinel n stays last
 
-            return apply_oracle(oracle_fn, make_block, _constrain(index, mesh), micro_batch=MICRO_BATCH)
-    elif kind == "removed":
-        def kernel(sorted_data, positions):
-            return apply_oracle(oracle_fn, lambda p: blocks_from_removed(sorted_data, p, n, capacity),
-                                _constrain(positions, mesh), micro_batch=MICRO_BATCH)
-    else:
-        def kernel(sorted_data, positions):
-            return apply_oracle(oracle_fn, lambda p: gather_rows(sorted_data, p, p < n, n), _constrain(positions, mesh),
-                                micro_batch=MICRO_BATCH)
+            if form is not None:
+                reader = removed_slot_reader(sorted_data, n, capacity)
+                return apply_order_statistic(form, lambda i: reader(removed_of(i[None])[0]), index,
+                                             micro_batch=micro, capacity=capacity)
+            return apply_oracle(oracle_fn, lambda i: blocks_from_removed(sorted_data, removed_of(i), n, capacity),
+                                index, micro_batch=micro)
+        (positions,) = inputs
+        if kind == "removed":
+            if form is not None:
+                return apply_order_statistic(form, removed_slot_reader(sorted_data, n, capacity), positions,
+                                             micro_batch=micro, capacity=capacity)
+            return apply_oracle(oracle_fn, lambda p: blocks_from_removed(sorted_data, p, n, capacity), positions,
+                                micro_batch=micro)
+        if form is not None:
+            return apply_order_statistic(form, kept_slot_reader(sorted_data, n), positions, micro_batch=micro,
+                                         capacity=capacity)
+        return apply_oracle(oracle_fn, lambda p: gather_rows(sorted_data, p, p < n, n), positions,
+                            micro_batch=micro)
 
-    return jax.jit(kernel, out_shardings=out_sharding)
+    def per_device_step(out, chunk, sorted_data, *inputs):
+        device = jax.lax.axis_index(SUBSETS_AXIS).astype(jnp.int64)
+        first = device * per_device_total + chunk * per_device
+        values = jax.tree.leaves(blocks(sorted_data, inputs, first))
+        offset = (chunk * per_device).astype(jnp.int64)
+        return [jax.lax.dynamic_update_slice_in_dim(o, v.astype(o.dtype), offset, axis=0)
+                for o, v in zip(out, values)]
+
+    replicated, sharded = PartitionSpec(), PartitionSpec(SUBSETS_AXIS)
+    num_inputs = 3 if kind == "removals" else 1
+    input_specs = (replicated,) * 3 if kind == "removals" else (sharded,)
+    step = jax.shard_map(per_device_step, mesh=mesh,
+                         in_specs=([sharded] * len(leaves), replicated, replicated) + input_specs,
+                         out_specs=[sharded] * len(leaves), check_vma=False)
+    del num_inputs
+    return jax.jit(step, donate_argnums=(0,)), (leaves, tree)

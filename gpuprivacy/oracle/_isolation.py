@@ -24,14 +24,19 @@ with which to reach past its block (docs/isolation.md).
 from __future__ import annotations
 
 import functools
+import weakref
+from typing import Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
 
+from gpuprivacy._search import count_at_most
 from gpuprivacy.oracle._trust import library_oracle
 
 # Up to this many removed rows, slot positions are found by comparing against all of them.
 COMPARE_ALL_WIDTH = 16
+# Up to this many, the block is selected from shifted copies of the sorted rows instead of gathered.
+SHIFTED_SLICES_WIDTH = 4
 
 
 def apply_oracle(oracle_fn, make_block, inputs, *, micro_batch: int):
@@ -55,14 +60,103 @@ def apply_oracle(oracle_fn, make_block, inputs, *, micro_batch: int):
     Returns:
       The oracle values, leading axis as ``inputs``.
     """
+    return _over_micro_batches(lambda block: jax.vmap(oracle_fn)(*make_block(block)), inputs, micro_batch)
+
+
+def _over_micro_batches(batch_fn, inputs, micro_batch: int):
+    """``batch_fn`` over consecutive micro-batches of ``inputs`` in a ``lax.map`` (one compiled body)."""
     length = jax.tree.leaves(inputs)[0].shape[0]
     if length % micro_batch:
-        raise ValueError(f"apply_oracle needs a whole number of micro-batches: {length} subsets, "
+        raise ValueError(f"the engine needs a whole number of micro-batches: {length} subsets, "
                          f"micro_batch={micro_batch}.")
     shape = (length // micro_batch, micro_batch)
     blocks = jax.tree.map(lambda x: x.reshape(shape + x.shape[1:]), inputs)
-    out = jax.lax.map(lambda block: jax.vmap(oracle_fn)(*make_block(block)), blocks)
+    out = jax.lax.map(batch_fn, blocks)
     return jax.tree.map(lambda x: x.reshape((length,) + x.shape[2:]), out)
+
+
+class OrderStatisticForm(NamedTuple):
+    """How an order-statistic oracle reads its block: ``value = combine(count, take)``.
+
+    ``take(i)`` returns the block's slots at float indices ``i`` clipped to
+    ``[0, size - 1]`` (zero past the subset's rows, as in a gathered block);
+    ``size`` is the block capacity the oracle is traced with (None: the
+    engine's). The oracle itself computes ``combine(count, take_from(rows))``,
+    so the engine can evaluate ``combine`` with a ``take`` that reads the few
+    slots it needs straight from the sorted data, and get the same bits.
+    """
+
+    combine: Callable
+    size: int | None = None
+
+
+_ORDER_STATISTICS: "weakref.WeakKeyDictionary[Callable, OrderStatisticForm]" = weakref.WeakKeyDictionary()
+
+
+def order_statistic_oracle(fn: Callable, combine: Callable, size: int | None = None) -> Callable:
+    """Declares one of the package's oracles an order statistic (see :class:`OrderStatisticForm`)."""
+    _ORDER_STATISTICS[fn] = OrderStatisticForm(combine, size)
+    return fn
+
+
+def order_statistic_form(fn: Callable) -> OrderStatisticForm | None:
+    """The declared form of a library order-statistic oracle, or None (any other oracle)."""
+    try:
+        return _ORDER_STATISTICS.get(fn)
+    except TypeError:  # unhashable
+        return None
+
+
+def apply_order_statistic(form: OrderStatisticForm, slot_reader, inputs, *, micro_batch: int, capacity: int):
+    """Evaluates a library order statistic over micro-batches without gathering whole blocks.
+
+    ``slot_reader(one_subset_inputs) -> (count, read)`` gives a subset's row
+    count and ``read(slots)``, its rows at int32 block slots (zero at slots
+    past the count). The arithmetic is the oracle's own ``combine``, fed the
+    same values its block would hold, so results equal :func:`apply_oracle`'s
+    bit for bit (tested). Used only for the package's oracles: an analyst's
+    oracle always goes through :func:`apply_oracle`.
+    """
+    size = capacity if form.size is None else form.size
+
+    def one(subset_inputs):
+        count, read = slot_reader(subset_inputs)
+        take = lambda i: read(jnp.clip(i, 0, size - 1).astype(jnp.int32))  # noqa: E731  (as the block's take)
+        return jnp.asarray(form.combine(count.astype(jnp.float64), take), jnp.float64)
+
+    return _over_micro_batches(jax.vmap(one), inputs, micro_batch)
+
+
+def removed_slot_reader(sorted_data, n, capacity):
+    """``slot_reader`` for subsets given by removed canonical positions (ascending, sentinel n)."""
+    def reader(removed):
+        width = removed.shape[0]
+        real = removed < n
+        shifted = jnp.where(real, removed - jnp.arange(width, dtype=jnp.int32), n + width)
+        count = n - real.sum(dtype=jnp.int32)
+
+        def read(slots):
+            skips = count_at_most(shifted, slots) if width > COMPARE_ALL_WIDTH else \
+                (shifted[None, :] <= slots.reshape(-1, 1)).sum(-1, dtype=jnp.int32).reshape(slots.shape)
+            rows = sorted_data[jnp.clip(slots + skips, 0, n - 1)].astype(jnp.float64)
+            return jnp.where((slots < count) & (slots < capacity), rows, 0.0)
+
+        return count, read
+    return reader
+
+
+def kept_slot_reader(sorted_data, n):
+    """``slot_reader`` for subsets given by kept canonical positions (ascending, sentinel n pads)."""
+    def reader(positions):
+        count = (positions < n).sum(dtype=jnp.int32)
+
+        def read(slots):
+            inside = slots < positions.shape[0]  # a padded block is wider than the kept positions
+            position = jnp.where(inside, positions[jnp.minimum(slots, positions.shape[0] - 1)], n)
+            return jnp.where(position < n, sorted_data[jnp.clip(position, 0, n - 1)].astype(jnp.float64), 0.0)
+
+        return count, read
+    return reader
 
 
 def gather_rows(sorted_data, positions, valid, n):
@@ -79,31 +173,26 @@ def blocks_from_removed(sorted_data, removed_positions, n, capacity):
     # Slot j holds canonical position j + #{i : r_i - i <= j}; sentinels never count.
     shifted = jnp.where(real, removed_positions - jnp.arange(width, dtype=jnp.int32)[None, :], n + width)
     slots = jnp.arange(capacity, dtype=jnp.int32)
+    count = n - real.sum(-1, dtype=jnp.int32)
+    valid = slots[None, :] < count[:, None]
+    if width <= SHIFTED_SLICES_WIDTH:
+        # Few holes: slot j holds sorted row j + s with s = #holes before it, so the block is a choice among
+        # width + 1 shifted copies of the sorted rows: contiguous loads and selects, no gather.
+        skips = jnp.zeros((shifted.shape[0], capacity), jnp.int32)
+        for i in range(width):
+            skips = skips + (shifted[:, i:i + 1] <= slots[None, :]).astype(jnp.int32)
+        tail = jnp.zeros((capacity + width - min(n, capacity + width),) + sorted_data.shape[1:], sorted_data.dtype)
+        padded = jnp.concatenate([sorted_data[:capacity + width], tail])
+        mask_shape = skips.shape + (1,) * (sorted_data.ndim - 1)
+        rows = jnp.broadcast_to(padded[None, :capacity], skips.shape + sorted_data.shape[1:])
+        for s in range(1, width + 1):
+            rows = jnp.where((skips == s).reshape(mask_shape), padded[None, s:s + capacity], rows)
+        return jnp.where(valid.reshape(mask_shape), rows, jnp.zeros((), sorted_data.dtype)), valid
     if width <= COMPARE_ALL_WIDTH:
         skips = (shifted[:, None, :] <= slots[None, :, None]).sum(-1, dtype=jnp.int32)
     else:
-        skips = jax.vmap(lambda s: _count_at_most(s, slots))(shifted)
-    positions = slots[None, :] + skips
-    count = n - real.sum(-1, dtype=jnp.int32)
-    return gather_rows(sorted_data, positions, slots[None, :] < count[:, None], n)
-
-
-def _count_at_most(sorted_values, queries):
-    """``#{i : sorted_values[i] <= q}`` for each query: a branchless binary search.
-
-    Unrolled over the static bit length of the width, so it fuses into the
-    gather (``jnp.searchsorted`` lowers to a while loop that does not).
-    """
-    width = sorted_values.shape[0]
-    count = jnp.zeros(queries.shape, jnp.int32)
-    step = 1 << (width.bit_length() - 1)
-    while step:
-        probe = count + step
-        ok = (probe <= width) & (sorted_values[jnp.minimum(probe, width) - 1] <= queries)
-        count = jnp.where(ok, probe, count)
-        step >>= 1
-    return count
-
+        skips = jax.vmap(lambda s: count_at_most(s, slots))(shifted)
+    return gather_rows(sorted_data, slots[None, :] + skips, valid, n)
 
 
 def blocks_from_bitmasks(sorted_data, masks, n, capacity):
@@ -135,6 +224,7 @@ def padded_oracle(oracle_fn, capacity: int):
         if value.shape != ():
             raise ValueError(f"the oracle must return a scalar, got shape {value.shape}. Reduce it to one number.")
         return value.astype(jnp.float64)
+    form = order_statistic_form(oracle_fn)
+    if form is not None:  # padding adds invalid slots only: the same statistic over a block of `capacity` slots
+        order_statistic_oracle(padded, form.combine, capacity if form.size is None else form.size)
     return library_oracle(padded)  # engine code around an oracle already resolved at this capacity
-
-

@@ -30,12 +30,22 @@ import math
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from gpuprivacy._checks import check_data, check_int
 from gpuprivacy.oracle._evaluate import DEFAULT_MAX_QUERIES, evaluate
 from gpuprivacy.oracle._isolation import apply_oracle, blocks_from_bitmasks, padded_oracle
 from gpuprivacy.oracle._trust import resolve_oracle
-from gpuprivacy.subsets import POWERSET_MAX_N, bitmask_to_removal_index, level_offsets, plan_queries, removals
+from gpuprivacy.subsets import (
+    EVALUATE_BYTES_PER_SUBSET,
+    TO_POWERSET_BYTES_PER_SUBSET,
+    check_powerset_fits,
+    level_offsets,
+    plan_queries,
+    powerset_map,
+    removal_index_of_masks,
+    removals,
+)
 
 DEFAULT_CAPACITY = 32
 """Public block capacity the untrusted oracle is traced with (rows beyond |z| are zero, ``valid`` False)."""
@@ -96,9 +106,45 @@ def evaluate_levels(oracle_fn, data, *, depth: int, capacity: int | None = None,
     return values
 
 
-def evaluate_powerset(oracle_fn, data, *, capacity: int | None = None, max_queries: int = DEFAULT_MAX_QUERIES,
-                      chunk_size: int = 1 << 16, verify_determinism: bool = False,
-                      progress: bool = False) -> jax.Array:
+# Subsets per vmapped oracle call in evaluate_powerset, by backend. It depends on the backend only, never
+# on chunk_size, n or the device count: the compiled oracle body is then the same for every chunking and
+# for a dataset and its neighbours, so a subset gets bit-for-bit the same value in all of them (P1). A GPU
+# needs large batches to be busy (each lax.map step is a few kernel launches); a CPU gains nothing past a
+# few hundred and 256 is what it always used.
+_POWERSET_MICRO_BATCH = {"cpu": 256}
+_POWERSET_MICRO_BATCH_ACCELERATOR = 1 << 15
+# Bytes of chunk-sized temporaries per subset in the evaluation kernel: the int64 masks (8) and the oracle's
+# float64 outputs before they are written into the result (8), with room for one more such array (8).
+_CHUNK_BYTES_PER_SUBSET = 24
+# Byte budget of one chunk (default chunk_size): 2**16 subsets on a CPU, whose caches favour small chunks
+# (2**16 ran 25% faster than 2**19 at n = 20), 2**23 on an accelerator (few, large dispatches).
+_CHUNK_BUDGET = {"cpu": 1 << 21}
+_CHUNK_BUDGET_ACCELERATOR = 1 << 28
+
+
+def powerset_micro_batch(platform: str | None = None) -> int:
+    """Subsets per vmapped oracle call in :func:`evaluate_powerset` (256 on CPU, 32768 on an accelerator)."""
+    platform = jax.default_backend() if platform is None else platform
+    return _POWERSET_MICRO_BATCH.get(platform, _POWERSET_MICRO_BATCH_ACCELERATOR)
+
+
+def powerset_chunk_size(n: int, platform: str | None = None) -> int:
+    """Default subsets per call of :func:`evaluate_powerset`: a power of two within a byte budget.
+
+    About 2 MiB of chunk temporaries on a CPU (2**16 subsets), 256 MiB on an
+    accelerator (2**23), at least two micro-batches, at most 2**n. A power of
+    two divides 2**n, so every chunk has the same shape (one compilation).
+    """
+    platform = jax.default_backend() if platform is None else platform
+    budget = _CHUNK_BUDGET.get(platform, _CHUNK_BUDGET_ACCELERATOR)
+    step = 1 << max(0, (budget // _CHUNK_BYTES_PER_SUBSET).bit_length() - 1)
+    step = max(step, 2 * powerset_micro_batch(platform))
+    return min(step, 1 << n)
+
+
+def evaluate_powerset(oracle_fn, data, *, capacity: int | None = None,
+                      max_queries: int | None = DEFAULT_MAX_QUERIES, chunk_size: int | None = None,
+                      verify_determinism: bool = False, progress: bool = False) -> jax.Array:
     """The oracle's value on all ``2**n`` subsets, indexed by bitmask over *canonical* positions (regime A).
 
     Bit i of a mask keeps the row of rank i in the canonical (sorted) order of
@@ -108,55 +154,124 @@ def evaluate_powerset(oracle_fn, data, *, capacity: int | None = None, max_queri
     slot, no sort, no search). The untrusted oracle sees exactly what
     :func:`gpuprivacy.oracle.evaluate` shows it: the subset's rows in
     canonical order, zero padding, ``valid``, a public capacity. The subset relation is the same under any relabelling of the
-    atoms, so the sweeps work on these masks directly.
+    atoms, so the sweeps work on these masks directly (Linder, Raskhodnikova,
+    Smith & Steinke 2025, Secs. 3-4: the wrappers query every subset).
+
+    Scale: the result (``8 * 2**n`` bytes, 8 GiB at n = 30) is allocated once
+    on the device and each chunk is written into it in place (a donated
+    buffer and ``dynamic_update_slice``), so the peak is the result plus one
+    chunk. n is limited by the device's memory
+    (:func:`gpuprivacy.subsets.check_powerset_fits`, refused before any
+    oracle call), not by a constant.
+
+    Args:
+      oracle_fn: the untrusted ``f(rows, valid) -> scalar``.
+      data: ``[n, ...]`` real rows.
+      capacity: public block size (default :data:`DEFAULT_CAPACITY`).
+      max_queries: public budget of oracle calls (``2**n`` above it is refused
+        before any call); None for no budget (the memory check still applies).
+      chunk_size: subsets per call (default :func:`powerset_chunk_size`: a byte
+        budget, 2**16 on a CPU and 2**23 on a GPU). The values do not
+        depend on it, bit for bit: every subset goes through the same compiled
+        micro-batch of :func:`powerset_micro_batch` subsets.
+      verify_determinism: evaluate everything a second time with another
+        chunking and raise if any value differs (compared chunk by chunk on
+        the device, so no second 2**n array).
+      progress: progress bar.
 
     Returns:
-      float64 ``[2**n]`` values by canonical bitmask.
+      float64 ``[2**n]`` values by canonical bitmask, on the device.
+
+    Raises:
+      ValueError: bad data or capacity, more than ``max_queries`` subsets,
+        a power set that does not fit the device's memory, or (with
+        ``verify_determinism``) a non-deterministic oracle.
     """
     from gpuprivacy._progress import Progress
     from gpuprivacy.oracle._evaluate import canonical_order
 
     data = check_data(data)
     n = data.shape[0]
-    check_int("n", n, maximum=POWERSET_MAX_N)
     capacity = check_capacity(capacity, n)
-    plan_queries(n, n, max_queries=max_queries, what=f"evaluating the power set of n={n} rows")
-    oracle_fn = _resolve(oracle_fn, data, capacity)  # before any data is touched
-    sorted_data = jnp.asarray(data[canonical_order(data)])
+    if max_queries is not None:
+        plan_queries(n, n, max_queries=max_queries, what=f"evaluating the power set of n={n} rows")
     total = 1 << n
-    step = min(check_int("chunk_size", chunk_size, minimum=1), total)
-    kernel = _powerset_kernel(padded_oracle(oracle_fn, capacity), n, capacity, step)
-    outputs = []
+    micro = powerset_micro_batch()
+    step = powerset_chunk_size(n) if chunk_size is None else check_int("chunk_size", chunk_size, minimum=1)
+    step = min(step, total)
+    row_elements = int(np.prod(data.shape[1:], dtype=np.int64))
+    # Fixed-size buffers besides the result: a chunk's temporaries and a few micro-batches of gathered rows.
+    chunk_bytes = _CHUNK_BYTES_PER_SUBSET * max(step, 2 * micro) + 4 * micro * capacity * max(row_elements, 1) * 8
+    check_powerset_fits(n, bytes_per_subset=EVALUATE_BYTES_PER_SUBSET, extra_bytes=chunk_bytes,
+                        what=f"evaluate_powerset (n={n}, capacity={capacity})")
+    oracle_fn = _resolve(oracle_fn, data, capacity)  # before any data is touched
+    oracle = padded_oracle(oracle_fn, capacity)
+    sorted_data = jnp.asarray(data[canonical_order(data)])
+    values = jnp.zeros(total, jnp.float64)
     with Progress(total, "evaluate", enabled=progress) as bar:
-        for start in range(0, total, step):
-            outputs.append(kernel(sorted_data, jnp.asarray(start, jnp.int64)))
-            bar.update(min(step, total - start))
-    values = jnp.concatenate(outputs)[:total]
+        for start, size in _chunks(total, step):
+            write, _ = _powerset_kernels(oracle, n, capacity, size, micro)
+            values = write(values, sorted_data, jnp.asarray(start, jnp.int64))
+            bar.update(size)
     if verify_determinism:
-        other = _powerset_kernel(padded_oracle(oracle_fn, capacity), n, capacity, total)
-        _check_same(values, other(sorted_data, jnp.asarray(0, jnp.int64))[:total])
+        other = max(1, step // 2) if step > 1 else min(2, total)
+        mismatches = jnp.zeros((), jnp.int64)
+        for start, size in _chunks(total, other):
+            _, compare = _powerset_kernels(oracle, n, capacity, size, micro)
+            mismatches = mismatches + compare(values, sorted_data, jnp.asarray(start, jnp.int64))
+        if int(mismatches):
+            _raise_not_deterministic()
     return values
+
+
+def _chunks(total, step):
+    """``(start, size)`` of each chunk: whole chunks of ``step``, then the remainder (its own shape)."""
+    whole = total - total % step
+    out = [(start, step) for start in range(0, whole, step)]
+    if whole < total:
+        out.append((whole, total - whole))
+    return out
 
 
 def _check_same(values, again):
     if not bool(jnp.all((values == again) | (jnp.isnan(values) & jnp.isnan(again)))):
-        raise ValueError("the oracle returned different values on the same subset in two evaluations; the "
-                         "wrappers require a deterministic function of the subset. Make the "
-                         "oracle a pure, deterministic JAX function.")
+        _raise_not_deterministic()
+
+
+def _raise_not_deterministic():
+    raise ValueError("the oracle returned different values on the same subset in two evaluations; the "
+                     "wrappers require a deterministic function of the subset. Make the "
+                     "oracle a pure, deterministic JAX function.")
 
 
 @functools.lru_cache(maxsize=32)
-def _powerset_kernel(oracle, n, capacity, step):
-    micro = min(step, 256)
-    batches = -(-step // micro)
+def _powerset_kernels(oracle, n, capacity, size, micro):
+    """Jitted ``write(values, sorted_data, start)`` (in place, donated) and ``compare`` for chunks of ``size``.
 
-    def kernel(sorted_data, start):
-        masks = (start + jnp.arange(batches * micro, dtype=jnp.int64)) & ((1 << n) - 1)
+    Each chunk runs whole micro-batches of ``micro`` subsets, at least two
+    (a one-step ``lax.map`` is inlined and compiled differently), so the
+    compiled oracle body is the same for every chunk size; masks past 2**n
+    wrap around and their values are dropped.
+    """
+    batches = max(2, -(-size // micro))
+    full = (1 << n) - 1
+
+    def chunk_values(sorted_data, start):
+        masks = (start + jnp.arange(batches * micro, dtype=jnp.int64)) & full
         out = apply_oracle(oracle, lambda m: blocks_from_bitmasks(sorted_data, m, n, capacity), masks,
                            micro_batch=micro)
-        return out[:step]
+        return out[:size]
 
-    return jax.jit(kernel)
+    def write(values, sorted_data, start):
+        return jax.lax.dynamic_update_slice(values, chunk_values(sorted_data, start), (start,))
+
+    def compare(values, sorted_data, start):
+        again = chunk_values(sorted_data, start)
+        seen = jax.lax.dynamic_slice(values, (start,), (size,))
+        same = (seen == again) | (jnp.isnan(seen) & jnp.isnan(again))
+        return jnp.sum(~same, dtype=jnp.int64)
+
+    return jax.jit(write, donate_argnums=0), jax.jit(compare)
 
 
 def split_levels(values: jax.Array, n: int, depth: int) -> list:
@@ -167,15 +282,30 @@ def split_levels(values: jax.Array, n: int, depth: int) -> list:
 
 
 def to_powerset(values: jax.Array, n: int, depth: int, fill) -> jax.Array:
-    """Removal-order values as a ``[2**n]`` bitmask-indexed array (KEEP bits); ``fill`` where deeper than depth."""
-    check_int("n", n, minimum=1, maximum=POWERSET_MAX_N)
-    index = bitmask_to_removal_index(n, min(depth, n))
-    return _scatter(values, jnp.asarray(index), jnp.asarray(fill, values.dtype))
+    """Removal-order values as a ``[2**n]`` bitmask-indexed array (KEEP bits); ``fill`` where deeper than depth.
+
+    The removal index of each mask is computed on the device inside the
+    gather (:func:`gpuprivacy.subsets.removal_index_of_masks`), so no 2**n
+    index table is built on the host or baked into the program; the output
+    (2**n values) must fit the device's memory, checked before any work.
+    """
+    n = check_int("n", n, minimum=1)
+    depth = min(check_int("depth", depth, minimum=0), n)
+    values = jnp.asarray(values)
+    check_powerset_fits(n, bytes_per_subset=max(TO_POWERSET_BYTES_PER_SUBSET, values.dtype.itemsize),
+                        extra_bytes=int(values.nbytes), what=f"to_powerset (n={n}, depth={depth})")
+    return _to_powerset(values, jnp.asarray(fill, values.dtype), n, depth)
 
 
-@jax.jit
-def _scatter(values, index, fill):
-    return jnp.where(index >= 0, values[jnp.maximum(index, 0)], fill)
+@functools.partial(jax.jit, static_argnums=(2, 3))
+def _to_powerset(values, fill, n, depth):
+    def block(masks):
+        # The n passes of the index run on one block of masks at a time (powerset_map): unrolled over the
+        # whole power set they would hold ~20 int arrays of 2**n entries (160 bytes per subset on a CPU).
+        index = removal_index_of_masks(masks, n, depth)
+        return jnp.where(index >= 0, values[jnp.maximum(index, 0)], fill)
+
+    return powerset_map(block, n)
 
 
 def expected_count(n: int, depth: int) -> int:

@@ -22,6 +22,7 @@ import jax.numpy as jnp
 import optax
 
 from gpuprivacy._checks import check_finite_real, check_int, check_positive, check_probability
+from gpuprivacy.oracle._isolation import order_statistic_oracle
 from gpuprivacy.oracle._trust import library_factory, library_oracle
 
 
@@ -31,7 +32,9 @@ def _masked(rows, valid):
 
 
 def _count(valid):
-    return valid.sum(dtype=jnp.int64).astype(jnp.float64)
+    # An int32 reduction (blocks hold fewer than 2**31 rows): on a CPU, XLA fuses it with the sum of the rows
+    # far better than an int64 one, and the count is exact either way.
+    return valid.sum(dtype=jnp.int32).astype(jnp.float64)
 
 
 def count(rows, valid):
@@ -65,22 +68,28 @@ def _sorted_1d(rows, name):
     return rows.astype(jnp.float64)
 
 
-def _order_statistic(x, position):
+def _take_from_block(x):
+    """``take(i)``: block slots at float indices ``i``, clipped to the block (what a gather of the block reads)."""
+    size = x.shape[0]
+    return lambda i: x[jnp.clip(i, 0, size - 1).astype(jnp.int32)]
+
+
+def _interpolated(take, position):
     # position is a 0-based fractional rank into the sorted valid prefix.
     lo = jnp.floor(position)
     hi = jnp.ceil(position)
-    size = x.shape[0]
-    x_lo = x[jnp.clip(lo, 0, size - 1).astype(jnp.int32)]
-    x_hi = x[jnp.clip(hi, 0, size - 1).astype(jnp.int32)]
+    x_lo, x_hi = take(lo), take(hi)
     return x_lo + (position - lo) * (x_hi - x_lo)
+
+
+def _median_of(c, take):
+    value = 0.5 * (_interpolated(take, jnp.floor((c - 1) / 2)) + _interpolated(take, jnp.floor(c / 2)))
+    return jnp.where(c > 0, value, jnp.nan)
 
 
 def median(rows, valid):
     """Median (mean of the two middle values when the count is even); NaN on an empty subset."""
-    x = _sorted_1d(rows, "median")
-    c = _count(valid)
-    value = 0.5 * (_order_statistic(x, jnp.floor((c - 1) / 2)) + _order_statistic(x, jnp.floor(c / 2)))
-    return jnp.where(c > 0, value, jnp.nan)
+    return _median_of(_count(valid), _take_from_block(_sorted_1d(rows, "median")))
 
 
 @functools.lru_cache(maxsize=None)
@@ -89,11 +98,13 @@ def quantile(q: float):
     q = check_probability("q", q, open_interval=False)
 
     def quantile_oracle(rows, valid):
-        x = _sorted_1d(rows, "quantile")
-        c = _count(valid)
-        return jnp.where(c > 0, _order_statistic(x, q * (c - 1)), jnp.nan)
+        return _quantile_of(_count(valid), _take_from_block(_sorted_1d(rows, "quantile")), q)
 
-    return quantile_oracle
+    return order_statistic_oracle(quantile_oracle, functools.partial(_quantile_of, q=q))
+
+
+def _quantile_of(c, take, q):
+    return jnp.where(c > 0, _interpolated(take, q * (c - 1)), jnp.nan)
 
 
 @functools.lru_cache(maxsize=None)
@@ -209,6 +220,7 @@ def logistic_regression(coefficient: int = 1, *, steps: int = 200, learning_rate
 # The package's own oracles run in-process (the trusted fast path); what the factories build does too.
 for _oracle in (count, sum_, mean, variance, median):
     library_oracle(_oracle)
+order_statistic_oracle(median, _median_of)
 quantile = library_factory(quantile)
 trimmed_mean = library_factory(trimmed_mean)
 clipped_mean = library_factory(clipped_mean)

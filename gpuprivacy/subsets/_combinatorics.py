@@ -18,6 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from gpuprivacy._checks import check_int
+from gpuprivacy._search import count_at_most
 
 _INT64_SAFE = 2**62
 
@@ -111,6 +112,12 @@ def unrank_removed_device(global_index: jax.Array, table: jax.Array, offsets: ja
                           depth: int) -> jax.Array:
     """Removed sets of global indices, on the device.
 
+    Every search is branchless and unrolled (:func:`gpuprivacy._search.count_at_most`):
+    the level is a count of level offsets at most the index, and each removed
+    element the largest ``c`` with ``C(c, k) <= rank`` (Knuth's greedy colex
+    decoding), ``log2(n + 1)`` compare-and-select steps each. No while loop, so
+    XLA fuses the decoding into the gather that follows.
+
     Args:
       global_index: int64 ``[B]`` indices into ``removals(n, depth)``.
       table: the int64 :func:`binomial_table` ``[n + 1, depth + 1]``.
@@ -121,17 +128,34 @@ def unrank_removed_device(global_index: jax.Array, table: jax.Array, offsets: ja
       with the sentinel ``n`` where the level is below ``depth``.
     """
     width = max(depth, 1)
-    level = jnp.searchsorted(offsets, global_index, side="right").astype(jnp.int64) - 1
+    if depth == 0:
+        return jnp.full(global_index.shape + (width,), n, dtype=jnp.int32)
+    # offsets[0] = 0 <= every index, so the level is the number of later offsets at most the index.
+    level = count_at_most(offsets[1:depth + 1], global_index)
     rank = global_index - offsets[level]
     columns = []
     for k in range(depth, 0, -1):
         active = k <= level
         # Largest c with C(c, k) <= rank: C(., k) is nondecreasing in c.
-        c = jnp.searchsorted(table[:, k], rank, side="right").astype(jnp.int64) - 1
+        c = count_at_most(table[:, k], rank) - 1
         rank = jnp.where(active, rank - table[jnp.clip(c, 0, n), k], rank)
         columns.append(jnp.where(active, c, n))
-    if not columns:
-        return jnp.full(global_index.shape + (width,), n, dtype=jnp.int32)
-    # columns were produced largest first; active entries are r_level > ... > r_1.
+    # Produced largest first (r_level > ... > r_1, sentinels n for inactive columns): sort, sentinels last.
     removed = jnp.stack(columns[::-1], axis=-1).astype(jnp.int32)
-    return jnp.sort(removed, axis=-1)
+    return sort_small(removed)
+
+
+def sort_small(values: jax.Array) -> jax.Array:
+    """Sorts the last axis ascending; a min/max network for widths up to 4, else ``jnp.sort``.
+
+    Removed sets are a few indices wide; XLA's general sort costs far more
+    than a handful of compare-exchanges on such widths.
+    """
+    width = values.shape[-1]
+    if width > 4:
+        return jnp.sort(values, axis=-1)
+    cols = [values[..., i] for i in range(width)]
+    network = {1: [], 2: [(0, 1)], 3: [(0, 1), (1, 2), (0, 1)], 4: [(0, 1), (2, 3), (0, 2), (1, 3), (1, 2)]}[width]
+    for i, j in network:
+        cols[i], cols[j] = jnp.minimum(cols[i], cols[j]), jnp.maximum(cols[i], cols[j])
+    return jnp.stack(cols, axis=-1)

@@ -144,22 +144,37 @@ def random_subsets(key, n: int, size: int, num_subsets: int) -> SubsetFamily:
     """``num_subsets`` independent uniformly random subsets of ``size`` rows each.
 
     Subset ``i`` depends only on ``fold_in(key, i)``, so the family does not
-    depend on how it is generated in chunks.
+    depend on how it is generated in chunks. The subsets are drawn on the
+    device and stored in their smaller form (kept rows, or the removed
+    complement when ``size > n / 2``): never as dense ``[k, n]`` masks.
     """
     key = check_key(key)
     n = check_int("n", n, minimum=1)
     size = check_int("size", size, minimum=1, maximum=n)
     num_subsets = check_int("num_subsets", num_subsets, minimum=1)
-    chosen = np.asarray(_random_subsets_kernel(key, n, size, num_subsets))
-    return from_indices(n, chosen, name=f"random_subsets(n={n}, size={size}, k={num_subsets})")
+    name = f"random_subsets(n={n}, size={size}, k={num_subsets})"
+    width = n - size
+    if width <= _REMOVED_FORM_MAX_WIDTH and width < size:
+        removed = np.asarray(_random_subsets_kernel(key, n, size, num_subsets, True))
+        if width == 0:
+            removed = np.full((num_subsets, 1), n, dtype=np.int32)
+        return SubsetFamily(n=n, num_subsets=num_subsets, capacity=size, kind="removed", removed=removed, name=name)
+    kept = np.asarray(_random_subsets_kernel(key, n, size, num_subsets, False))
+    return SubsetFamily(n=n, num_subsets=num_subsets, capacity=size, kind="kept", kept=kept,
+                        kept_valid=np.ones(kept.shape, dtype=bool), name=name)
 
 
-@functools.partial(jax.jit, static_argnums=(1, 2, 3))
-def _random_subsets_kernel(key, n, size, num_subsets):
+@functools.partial(jax.jit, static_argnums=(1, 2, 3, 4))
+def _random_subsets_kernel(key, n, size, num_subsets, complement):
     def one(i):
         # The `size` smallest of n iid uniforms form a uniform random subset.
         u = jax.random.uniform(jax.random.fold_in(key, i), (n,))
-        return jax.lax.top_k(-u, size)[1].astype(jnp.int32)
+        kept = jax.lax.top_k(-u, size)[1].astype(jnp.int32)
+        if not complement:
+            return kept
+        # The exact complement (ascending), from the kept set itself, so ties cannot make the two disagree.
+        removed_mask = jnp.ones(n, bool).at[kept].set(False)
+        return jnp.nonzero(removed_mask, size=max(n - size, 1), fill_value=n)[0].astype(jnp.int32)
     return jax.lax.map(one, jnp.arange(num_subsets), batch_size=min(num_subsets, 4096))
 
 

@@ -5,10 +5,14 @@ Black-Box Functions* (2025), Secs. 3-4. The wrappers of that paper evaluate
 an untrusted f on every subset of x with at least l elements and then run
 level-by-level sweeps on the cached values. Two layouts:
 
-* **Regime A (full power set, n <= POWERSET_MAX_N):** subsets are bitmask
+* **Regime A (full power set, n <= powerset_max_n()):** subsets are bitmask
   integers ``0 .. 2**n - 1`` (bit i set = row i KEPT); the subset-closure max
   is ``n`` sum-over-subsets (SOS) passes, per-level reductions are segment
-  reductions by popcount.
+  reductions by popcount, block by block. Every array of this regime has 2**n entries (8 GiB
+  of float64 at n = 30), so its limit is the device's memory, not a constant:
+  :func:`powerset_max_n` derives it, :func:`check_powerset_fits` refuses
+  before any work, and no jitted program holds a 2**n constant (masks,
+  popcounts and removal indices are computed on the device from an iota).
 * **Regime B (n large, depth small):** level d holds the subsets with d rows
   removed, ranked by the colex rank of the removed set (the order of
   :func:`gpuprivacy.subsets.removals`); a sweep from the deepest level toward
@@ -28,11 +32,54 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from gpuprivacy import _memory
 from gpuprivacy._checks import check_int
+from gpuprivacy._memory import DEVICE_MEMORY_FRACTION as DEVICE_MEMORY_FRACTION
+from gpuprivacy._memory import HOST_MEMORY_FRACTION as HOST_MEMORY_FRACTION
 from gpuprivacy.subsets import _combinatorics as comb
 
-POWERSET_MAX_N = 26
-"""Largest n for which the full power set (2**n float64 values) is held on the device."""
+POWERSET_MAX_N = 32
+"""Hard ceiling on n for the full power set (regime A), whatever the memory.
+
+Bitmasks are ``uint32`` on the device (``int64`` on the host), so n <= 32 keeps
+every mask, XOR and shift exact; beyond it a power set (4.3e9 subsets at
+n = 32) is far past any device memory anyway. The limit that actually applies
+is :func:`powerset_max_n`, derived from the device's memory: each array of
+2**n float64 values takes ``8 * 2**n`` bytes (8 GiB at n = 30).
+"""
+
+EVALUATE_BYTES_PER_SUBSET = 8
+"""Bytes per subset that :func:`gpuprivacy.oracle.evaluate_powerset` holds: its float64 output.
+
+The chunks it works on have a fixed size (a byte budget), counted separately.
+"""
+
+TO_POWERSET_BYTES_PER_SUBSET = 8
+"""Bytes per subset of :func:`gpuprivacy.oracle.to_powerset`: its float64 output (the index is computed per block)."""
+
+WRAPPER_BYTES_PER_SUBSET = 32
+"""Bytes per subset a regime-A privacy wrapper holds at its peak (Linder et al. 2025, Secs. 3-4), with a margin.
+
+Counted array by array (2**n entries each) and checked against XLA's own
+buffer accounting (``memory_analysis`` of every compiled sweep at n = 20, in
+``tests/subsets/test_powerset_scale.py``; the same numbers on an H100 at
+n = 30):
+
+* building the cache: the raw float64 oracle values (8) and their sanitised
+  copy (8) are alive together: 16;
+* the sweeps: the cached values (8) plus at most two more arrays of 2**n
+  entries, because every sweep runs block by block (:func:`powerset_blocks`)
+  and the SOS passes in a loop (:func:`subset_max`): the closure's start
+  array and its next value (Double-Monotonization 24, Cummings-Durfee 24),
+  the int32 stability floor and its SOS pass (Subset-Extension, TAHOE,
+  Small-Diameter 16), int32 grid indices (Sens-o-Matic 12);
+
+so 24 measured, 32 with one float64 array of margin for buffer assignment
+on other backends: 32 GiB at n = 30, which an 80 GB GPU holds (its default
+allocator limit is ~59 GiB, of which :data:`DEVICE_MEMORY_FRACTION` is used;
+an H100 measured a peak of 16 GiB for Small-Diameter at n = 30).
+"""
+
 
 
 def query_count(n: int, depth: int) -> int:
@@ -132,10 +179,143 @@ def _human_seconds(seconds: float) -> str:
     return f"{seconds:.3g} s"
 
 
-@functools.lru_cache(maxsize=8)
+def memory_limit(device=None) -> tuple[int, str]:
+    """The memory limit of ``device`` (default: JAX's default device) in bytes, and where it comes from.
+
+    An accelerator reports its allocator limit in ``memory_stats()["bytes_limit"]``
+    (GPUs and TPUs); a CPU device reports nothing, and then the limit is the
+    host's physical memory (``SC_PAGE_SIZE * SC_PHYS_PAGES``). Apply
+    :func:`powerset_budget` for the share the power set may use.
+
+    Returns:
+      ``(bytes, description)``, e.g. ``(64_000_000_000, "gpu:0 (NVIDIA H100 80GB HBM3), allocator bytes_limit")``.
+    """
+    total, where, _ = _memory.device_memory_bytes(device)
+    return total, where
+
+
+def powerset_budget(device=None) -> tuple[int, str]:
+    """Bytes the power set may use on ``device``: a safety share of :func:`memory_limit`.
+
+    :data:`DEVICE_MEMORY_FRACTION` of an accelerator's allocator limit, or
+    :data:`HOST_MEMORY_FRACTION` of the host's physical memory (the one probe
+    every engine uses).
+
+    Returns:
+      ``(bytes, description)``; the description names the device, the source and the share.
+    """
+    limit, source = memory_limit(device)
+    return _memory.planning_share(limit, source, source.endswith("host physical memory"))
+
+
+def powerset_bytes(n: int, bytes_per_subset: int = WRAPPER_BYTES_PER_SUBSET, extra_bytes: int = 0) -> int:
+    """The working set of a power-set computation: ``bytes_per_subset * 2**n + extra_bytes`` (exact int)."""
+    return bytes_per_subset * (1 << n) + extra_bytes
+
+
+def powerset_max_n(bytes_per_subset: int = WRAPPER_BYTES_PER_SUBSET, device=None, *, extra_bytes: int = 0) -> int:
+    """The largest n whose full power set fits the memory of ``device`` (regime A), at most :data:`POWERSET_MAX_N`.
+
+    Regime A (Linder, Raskhodnikova, Smith & Steinke 2025, Secs. 3-4: every
+    subset of x is queried and swept) holds arrays of 2**n values: each
+    float64 array takes ``8 * 2**n`` bytes, 8 GiB at n = 30. The limit is
+    therefore the largest n with ``bytes_per_subset * 2**n + extra_bytes``
+    within :func:`powerset_budget`, so a 80 GB GPU takes n = 30 where a
+    CPU with 24 GB of memory stops lower for the wrappers.
+
+    Args:
+      bytes_per_subset: bytes held per subset at the peak (default
+        :data:`WRAPPER_BYTES_PER_SUBSET`, a wrapper; :data:`EVALUATE_BYTES_PER_SUBSET`
+        for the evaluation alone).
+      device: the device (default: JAX's default device).
+      extra_bytes: bytes that do not scale with 2**n (chunk buffers).
+
+    Returns:
+      The largest such n (-1 if not even n = 0 fits).
+    """
+    bytes_per_subset = check_int("bytes_per_subset", bytes_per_subset, minimum=1)
+    budget, _ = powerset_budget(device)
+    fits = -1
+    for n in range(POWERSET_MAX_N + 1):
+        if powerset_bytes(n, bytes_per_subset, extra_bytes) > budget:
+            break
+        fits = n
+    return fits
+
+
+def check_powerset_fits(n: int, *, bytes_per_subset: int = WRAPPER_BYTES_PER_SUBSET, what: str = "the power set",
+                        device=None, extra_bytes: int = 0) -> int:
+    """Refuses, before any work, a power set of n rows that does not fit the device's memory.
+
+    The check depends only on n and the device (public), so like
+    :func:`plan_queries` it is a configuration error, never a release.
+
+    Args:
+      n: number of rows (atoms).
+      bytes_per_subset: bytes held per subset (see :func:`powerset_max_n`).
+      what: what needs the power set, for the message.
+      device: the device (default: JAX's default device).
+      extra_bytes: bytes that do not scale with 2**n.
+
+    Returns:
+      The bytes needed.
+
+    Raises:
+      ValueError: n above :data:`POWERSET_MAX_N`, or a working set above
+        :func:`powerset_budget`; the message gives n, the bytes needed and
+        available on which device, and the largest n that fits.
+
+    Examples:
+      >>> check_powerset_fits(10, bytes_per_subset=8)
+      8192
+    """
+    n = check_int("n", n, minimum=0)
+    need = powerset_bytes(n, bytes_per_subset, extra_bytes)
+    if n > POWERSET_MAX_N:
+        raise ValueError(f"{what} needs the full power set of n={n} rows (2**{n} subsets), above the hard ceiling "
+                         f"POWERSET_MAX_N={POWERSET_MAX_N} of regime A (bitmasks are 32-bit). Use n <= "
+                         f"{min(POWERSET_MAX_N, powerset_max_n(bytes_per_subset, device, extra_bytes=extra_bytes))} "
+                         "or the removal-level layout (a public max_depth). Nothing was evaluated.")
+    budget, where = powerset_budget(device)
+    if need > budget:
+        fits = powerset_max_n(bytes_per_subset, device, extra_bytes=extra_bytes)
+        raise ValueError(
+            f"{what} needs the full power set of n={n} rows in memory: {bytes_per_subset} bytes for each of the "
+            f"2**{n} subsets{f' plus {extra_bytes} bytes' if extra_bytes else ''} = {need} bytes "
+            f"({need / 2**30:.3g} GiB), more than the {budget} bytes ({budget / 2**30:.3g} GiB) available on "
+            f"{where}. The largest n that fits is {fits}. Use n <= {fits}, a device with more memory, or the "
+            "removal-level layout (a public max_depth). Nothing was evaluated and no noise was drawn.")
+    return need
+
+
+def device_masks(n: int) -> jax.Array:
+    """Every bitmask ``0 .. 2**n - 1`` as ``uint32``, built on the device (an iota, never a 2**n constant).
+
+    Jittable with n static; uint32 holds every mask up to n = :data:`POWERSET_MAX_N`.
+    """
+    return jax.lax.iota(jnp.uint32, 1 << n)
+
+
+def device_popcounts(n: int, dtype=jnp.int32) -> jax.Array:
+    """``popcount(s)`` for every bitmask ``s < 2**n``, computed on the device (``lax.population_count``).
+
+    What the sweeps use instead of the host table :func:`popcounts`: a jitted
+    program gets an iota and a popcount, not a baked-in 2**n constant (512 MB
+    of int64 at n = 26, 8 GiB at n = 30). ``dtype`` int32 takes half the
+    memory where XLA materialises it; the values (0..n) are the same.
+    """
+    return jax.lax.population_count(device_masks(n)).astype(dtype)
+
+
 def popcounts(n: int) -> np.ndarray:
-    """``popcount(s)`` for every bitmask ``s < 2**n`` (int64, read-only)."""
+    """``popcount(s)`` for every bitmask ``s < 2**n`` (int64 NumPy, read-only), on the host.
+
+    Kept for callers and tests; the engine uses :func:`device_popcounts`
+    (nothing of size 2**n goes through the host). Not cached: at n = 30 the
+    table is 8 GiB.
+    """
     n = check_int("n", n, minimum=0, maximum=POWERSET_MAX_N)
+    check_powerset_fits(n, bytes_per_subset=8, what="popcounts(n) (a host table)", device=_host_device())
     out = np.zeros(1 << n, dtype=np.int64)
     for bit in range(n):
         out[1 << bit:1 << (bit + 1)] = out[:1 << bit] + 1
@@ -143,28 +323,58 @@ def popcounts(n: int) -> np.ndarray:
     return out
 
 
-@functools.lru_cache(maxsize=4)
+def _host_device():
+    return jax.devices("cpu")[0]
+
+
+def removal_index_of_masks(masks: jax.Array, n: int, depth: int) -> jax.Array:
+    """For KEEP bitmasks: their index in ``removals(n, depth)`` order, or -1 where deeper (jittable; n, depth static).
+
+    The removed set is the complement ``R = ~s``; its index is the level
+    offset plus the colex rank ``sum_k C(r_k, k)``, accumulated in n passes
+    over the bits. The only constants are the binomial table ``[n+1, n+2]``
+    and the level offsets ``[n+2]`` (no 2**n table). Run it on blocks of
+    masks (:func:`powerset_map`, as :func:`gpuprivacy.oracle.to_powerset`
+    does): over all 2**n masks at once XLA holds every pass's int arrays.
+
+    Returns:
+      int64 indices, shape of ``masks``.
+    """
+    binom = jnp.asarray(np.asarray([[math.comb(c, k) for k in range(n + 2)] for c in range(n + 1)], np.int64))
+    offsets = jnp.asarray(np.asarray(comb.level_offsets(n, n), dtype=np.int64))
+    removed_count = jnp.zeros(masks.shape, jnp.int32)
+    rank = jnp.zeros(masks.shape, jnp.int64)
+    for bit in range(n):
+        is_removed = ((masks >> bit) & 1) == 0
+        removed_count = removed_count + is_removed.astype(jnp.int32)
+        rank = rank + jnp.where(is_removed, binom[bit, removed_count], 0)
+    index = offsets[removed_count] + rank
+    return jnp.where(removed_count <= depth, index, -1)
+
+
+@functools.partial(jax.jit, static_argnums=(0, 1))
+def _removal_index_table(n, depth):
+    return powerset_map(lambda masks: removal_index_of_masks(masks, n, depth), n)
+
+
 def bitmask_to_removal_index(n: int, depth: int) -> np.ndarray:
     """For each KEEP bitmask ``s < 2**n``: its index in ``removals(n, depth)`` order, or -1 if deeper.
 
-    The removed set is the complement ``R = ~s``; its index is the level
-    offset plus the colex rank ``sum_k C(r_k, k)``. Computed
-    with n vectorised passes over the bitmasks.
+    Computed on the device by :func:`removal_index_of_masks` (n passes, a
+    binomial table as the only constant) and returned as a read-only int64
+    NumPy array, the same values as before. The engine itself never builds
+    this table: :func:`gpuprivacy.oracle.to_powerset` fuses the index into
+    its gather. Not cached (8 GiB at n = 30).
     """
     n = check_int("n", n, minimum=1, maximum=POWERSET_MAX_N)
     depth = min(check_int("depth", depth, minimum=0), n)
-    masks = np.arange(1 << n, dtype=np.int64)
-    removed_count = np.zeros(1 << n, dtype=np.int64)
-    rank = np.zeros(1 << n, dtype=np.int64)
-    binom = np.asarray([[math.comb(c, k) for k in range(n + 2)] for c in range(n + 1)], dtype=np.int64)
-    for bit in range(n):
-        is_removed = ((masks >> bit) & 1) == 0
-        removed_count += is_removed
-        rank += np.where(is_removed, binom[bit][removed_count], 0)
-    offsets = np.asarray(comb.level_offsets(n, n), dtype=np.int64)
-    index = offsets[removed_count] + rank
-    index = np.where(removed_count <= depth, index, -1)
-    index.setflags(write=False)
+    check_powerset_fits(n, bytes_per_subset=8, what="bitmask_to_removal_index(n, depth)")
+    if jax.devices()[0].platform != "cpu":
+        check_powerset_fits(n, bytes_per_subset=8, what="bitmask_to_removal_index(n, depth) (host copy)",
+                            device=_host_device())
+    index = np.asarray(_removal_index_table(n, depth))
+    if index.flags.writeable:
+        index.setflags(write=False)
     return index
 
 
@@ -220,39 +430,145 @@ def lowest(dtype) -> jax.Array:
 # ----------------------------------------------------------------------------------------------
 # Regime A sweeps (jittable; n static, everything else may be traced)
 
+# Masks per step of powerset_map: the temporaries of one step are a few arrays of this many entries, so the
+# 2**n-sized arrays of a blockwise pass are only its input(s) and its output. Small on a CPU (cache-sized);
+# large on an accelerator, where each lax.map step costs a few kernel launches (1024 steps at n = 30).
+_MAP_BLOCK = {"cpu": 1 << 12}
+_MAP_BLOCK_ACCELERATOR = 1 << 20
+
+
+def powerset_blocks(fn, n: int, *, block: int | None = None):
+    """``fn(masks)`` on each block of consecutive bitmasks ``< 2**n``, stacked: leading axis ``2**n // block``.
+
+    The building block of the regime-A sweeps: ``lax.map`` runs one block at
+    a time, so whatever ``fn`` computes stays block-sized. Written as one
+    expression over all 2**n masks, XLA materialises and schedules the
+    intermediates as it likes: on a GPU the sweeps then held 60 to 130
+    bytes per subset (up to 130 GiB at n = 30) instead of the 8 of each
+    array they need.
+
+    Args:
+      fn: ``uint32[block] -> pytree of arrays``; it may read (gather) any
+        2**n array it closes over.
+      n: number of bits (static).
+      block: masks per step (default: 4096 on a CPU, 2**20 on an accelerator,
+        where each step costs a few kernel launches: 1024 steps at n = 30).
+
+    Returns:
+      The pytree of ``[2**n // block, ...]`` arrays.
+    """
+    total = 1 << n
+    if block is None:
+        block = _MAP_BLOCK.get(jax.default_backend(), _MAP_BLOCK_ACCELERATOR)
+    block = min(block, total)
+    starts = jax.lax.iota(jnp.uint32, total // block) * np.uint32(block)
+    return jax.lax.map(lambda start: fn(start + jax.lax.iota(jnp.uint32, block)), starts)
+
+
+def powerset_map(fn, n: int, *, block: int | None = None):
+    """``fn(masks)`` for every bitmask ``< 2**n``, block by block; the results concatenated in mask order.
+
+    ``fn`` maps a ``uint32[block]`` of consecutive masks to arrays with that
+    leading axis (see :func:`powerset_blocks`). It must be elementwise in the
+    masks (exact integer or IEEE elementwise operations), so the result does
+    not depend on the block size. The only 2**n arrays are what ``fn``
+    reads and the output.
+
+    Returns:
+      The pytree of ``[2**n, ...]`` arrays.
+    """
+    out = powerset_blocks(fn, n, block=block)
+    return jax.tree.map(lambda x: x.reshape((1 << n,) + x.shape[2:]), out)
+
+
+def powerset_level_reduce(fn, n: int, op: str, *, block: int | None = None, method: str | None = None) -> jax.Array:
+    """``out[s] = op{fn(masks)[m] : popcount(m) = s}`` for s = 0..n, blockwise (op ``"min"`` or ``"max"``).
+
+    Each block reduces its own masks by popcount, then the blocks are
+    reduced: min and max are exact, so the result is the one of a single
+    segment reduction over all 2**n values, with no 2**n temporary.
+
+    Args:
+      fn: ``uint32[block] -> [block]`` values (see :func:`powerset_blocks`).
+      n: number of bits (static).
+      op: ``"min"`` or ``"max"``.
+      block: masks per step (default as :func:`powerset_blocks`).
+      method: ``"scatter"`` (a segment reduction; the default on a CPU) or
+        ``"dense"`` (a masked ``[block, n + 1]`` reduction; the default on an
+        accelerator, where a scatter of 2**n values into n + 1 bins serialises
+        on atomic compare-and-swap loops: ~3 s per pass at n = 30 on an
+        H100). Both give the same values.
+    """
+    if op not in ("min", "max"):
+        raise ValueError(f"op must be 'min' or 'max', got {op!r}.")  # pragma: no cover
+    if method is None:
+        method = "scatter" if jax.default_backend() == "cpu" else "dense"
+    if method not in ("scatter", "dense"):
+        raise ValueError(f"method must be 'scatter' or 'dense', got {method!r}.")
+    segment = jax.ops.segment_min if op == "min" else jax.ops.segment_max
+    reduce = jnp.min if op == "min" else jnp.max
+
+    def per_block(masks):
+        sizes = jax.lax.population_count(masks).astype(jnp.int32)
+        values = fn(masks)
+        if method == "scatter":
+            return segment(values, sizes, num_segments=n + 1)
+        identity = -lowest(values.dtype) if op == "min" and jnp.issubdtype(values.dtype, jnp.floating) else (
+            jnp.array(jnp.iinfo(values.dtype).max, values.dtype) if op == "min" else lowest(values.dtype))
+        hit = sizes[:, None] == jnp.arange(n + 1, dtype=jnp.int32)[None, :]
+        return reduce(jnp.where(hit, values[:, None], identity), axis=0)
+
+    return reduce(powerset_blocks(per_block, n, block=block), axis=0)
+
+
 def subset_max(values: jax.Array, n: int) -> jax.Array:
     """Sum-over-subsets maximum: ``out[s] = max_{z subset-of s} values[z]`` over bitmasks.
 
-    Pass i reshapes to ``[2**(n-i-1), 2, 2**i]`` and sets
-    ``A[:, 1, :] = max(A[:, 1, :], A[:, 0, :])`` (regime A).
+    Pass i sets ``A[s] = max(A[s], A[s & ~(1 << i)])`` (a no-op where bit i
+    is clear; regime A). The passes run in a ``fori_loop``, so the loop
+    carry is the only 2**n array besides its next value: unrolled, XLA on a
+    GPU kept 14 arrays of 2**n values alive (116 bytes per subset at n = 30).
+    Max is exact, so the order of the passes does not change the values.
     """
-    a = values
-    for bit in range(n):
-        shaped = a.reshape((1 << (n - bit - 1), 2, 1 << bit))
-        shaped = shaped.at[:, 1, :].set(jnp.maximum(shaped[:, 1, :], shaped[:, 0, :]))
-        a = shaped.reshape(-1)
-    return a
+    if n == 0:
+        return values
+
+    def one_pass(bit, a):
+        cleared = device_masks(n) & ~jnp.left_shift(jnp.uint32(1), bit.astype(jnp.uint32))
+        return jnp.maximum(a, a.at[cleared].get(mode="promise_in_bounds"))
+
+    return jax.lax.fori_loop(0, n, one_pass, values)
 
 
 def level_reduce(values: jax.Array, n: int, op: str, fill) -> jax.Array:
-    """Per-size reduction ``out[s] = op{values[z] : popcount(z) = s}`` for s = 0..n (``fill`` where masked)."""
-    sizes = jnp.asarray(popcounts(n))
-    if op == "min":
-        return jax.ops.segment_min(values, sizes, num_segments=n + 1)
-    if op == "max":
-        return jax.ops.segment_max(values, sizes, num_segments=n + 1)
-    raise ValueError(f"op must be 'min' or 'max', got {op!r}.")  # pragma: no cover
+    """Per-size reduction ``out[s] = op{values[z] : popcount(z) = s}`` for s = 0..n (``fill`` where masked).
+
+    Popcounts come from the device (no 2**n constant) and the reduction runs
+    block by block (:func:`powerset_level_reduce`).
+    """
+    if op not in ("min", "max"):
+        raise ValueError(f"op must be 'min' or 'max', got {op!r}.")  # pragma: no cover
+    return powerset_level_reduce(lambda masks: values.at[masks].get(mode="promise_in_bounds"), n, op)
+
+
+def bit_neighbours_differ_at(values: jax.Array, masks: jax.Array, n: int, threshold: float) -> jax.Array:
+    """For the given masks: some bit i in w has ``|values[w] - values[w ^ (1 << i)]| > threshold`` (jittable)."""
+    own = values[masks]
+    bad = jnp.zeros(masks.shape, dtype=bool)
+    for bit in range(n):
+        has = ((masks >> bit) & 1) == 1
+        child = values[masks ^ np.uint32(1 << bit)]
+        bad = bad | (has & (jnp.abs(own - child) > threshold))
+    return bad
 
 
 def bit_neighbours_differ(values: jax.Array, n: int, threshold: float) -> jax.Array:
-    """``out[w]`` = some bit i in w has ``|values[w] - values[w ^ (1 << i)]| > threshold``."""
-    masks = jnp.arange(1 << n, dtype=jnp.int64)
-    bad = jnp.zeros(1 << n, dtype=bool)
-    for bit in range(n):
-        has = ((masks >> bit) & 1) == 1
-        child = values[masks ^ (1 << bit)]
-        bad = bad | (has & (jnp.abs(values - child) > threshold))
-    return bad
+    """``out[w]`` = some bit i in w has ``|values[w] - values[w ^ (1 << i)]| > threshold``.
+
+    Blockwise (:func:`powerset_map`): the only 2**n arrays are ``values`` and
+    the boolean output.
+    """
+    return powerset_map(lambda masks: bit_neighbours_differ_at(values, masks, n, threshold), n)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -33,6 +33,7 @@ from gpuprivacy.mechanisms._wrappers._common import (
     Cache,
     build_cache,
     check_common,
+    check_powerset_wrapper,
     clamp_int,
     closure_max_level_min,
     concrete_int,
@@ -99,22 +100,33 @@ def small_diameter_subset_extension_guarantee(*, epsilon: float, r: float, c: fl
 
 def _proxy_p(values: Array, n: int, tau: int) -> Array:
     """``P_tau[f'](x)`` on power-set values of f' (Linder et al. 2025, Def C.2), exact averages over tau+1 integers."""
-    sizes = jnp.asarray(ps.popcounts(n))
     psi = stability_floor(values, n, max(n - 2 * tau, 0))
+    level_range = range(n - 2 * tau, n - tau + 1)
+
+    def per_level(level):
+        def lifted_at(masks):
+            # One block of masks at a time (ps.powerset_level_reduce): sizes from a popcount on the device.
+            sizes = jax.lax.population_count(masks).astype(jnp.int64)
+            stable = (sizes >= level) & (psi[masks].astype(jnp.int64) < level)
+            lifted = jnp.maximum((values[masks] + (sizes - level).astype(jnp.float64)) / 2, 0.0)  # C_l, floor 0
+            return jnp.where(stable, lifted, 0.0)
+
+        return ps.powerset_level_reduce(lifted_at, n, "max")
+
+    # One level at a time (lax.map) and block by block: the only 2**n arrays are the values and psi
+    # (unrolled, XLA kept the masked values of every level alive at once). Maxima are exact.
+    per_sizes = jax.lax.map(per_level, jnp.asarray(np.asarray(level_range, dtype=np.int64)))
     total = jnp.float64(0.0)
-    for level in range(n - 2 * tau, n - tau + 1):
-        stable = (sizes >= level) & (psi < level)
-        lifted = jnp.maximum((values + (sizes - level).astype(jnp.float64)) / 2, 0.0)  # C_l, floor 0
-        per_size = jax.ops.segment_max(jnp.where(stable, lifted, 0.0), sizes, num_segments=n + 1)
-        suffix = jax.lax.cummax(jnp.maximum(per_size, 0.0), reverse=True)
+    for i, level in enumerate(level_range):
+        suffix = jax.lax.cummax(jnp.maximum(per_sizes[i], 0.0), reverse=True)
         h = np.arange(n - tau, n + 1)
         total = total + suffix[np.clip(np.maximum(h, level), 0, n)].mean()
     return total / (tau + 1)
 
 
 def _bounded_cache(oracle_fn, data, n, *, r, c, depth, capacity, max_queries, chunk_size, progress):
-    if n > ps.POWERSET_MAX_N:
-        raise ValueError(f"this wrapper runs on the power set (regime A), n <= {ps.POWERSET_MAX_N}; got n = {n}.")
+    # Regime A: limited by the device's memory (2**n values per array), refused before any oracle call.
+    check_powerset_wrapper(n, "this bounded-range wrapper (regime A, the full power set)")
     return build_cache(oracle_fn, data, depth=depth, cap=depth, capacity=capacity, max_queries=max_queries,
                        chunk_size=chunk_size, progress=progress,
                        sanitise=lambda v: sanitise_real(v, scale=c, lower=0.0, upper=r), fill=jnp.float64(0.0),
@@ -133,7 +145,7 @@ def small_diameter_subset_extension(key: Key, data, *, oracle_fn, r: float, c: f
     where P averages ``S_{l,h}[C_l[f']]`` exactly over l in {|x|-2tau..|x|-tau}
     and h in {|x|-tau..|x|}. No noisy level: depth ``2 tau`` is deterministic.
     If f is c-Lipschitz on ``N_{2tau}(x)``, ``out = f(x) + Lap(10 c/epsilon)``.
-    Power set layout (n <= 26).
+    Power set layout (n up to what the device's memory holds, :func:`gpuprivacy.subsets.powerset_max_n`).
 
     Args:
       key: a single PRNG key.

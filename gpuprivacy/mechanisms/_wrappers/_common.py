@@ -62,16 +62,38 @@ def check_grid(grid) -> np.ndarray:
     return y.astype(np.float64)
 
 
+# Values per step when a long value array is rounded block by block (see _blockwise).
+_BLOCK = {"cpu": 1 << 16}
+_BLOCK_ACCELERATOR = 1 << 20
+
+
+def _blockwise(fn, values):
+    """``fn`` (elementwise) over ``values`` in blocks under ``lax.map``: its temporaries stay block-sized.
+
+    A power set has 2**n values; ``jnp.searchsorted`` alone holds ~36 bytes of temporaries per value on
+    a CPU (4.5 arrays of 2**n). The result is the same as ``fn(values)`` (elementwise, exact).
+    """
+    length = values.shape[0]
+    block = _BLOCK.get(jax.default_backend(), _BLOCK_ACCELERATOR)
+    if length <= block or length % block:
+        return fn(values)
+    return jax.lax.map(fn, values.reshape(length // block, block)).reshape(length)
+
+
 @jax.jit
 def round_to_grid(values: jax.Array, grid: jax.Array) -> jax.Array:
     """Grid index (int32) of the nearest grid point; ties go down; NaN and -inf to 0, +inf to k-1."""
     k = grid.shape[0]
-    v = jnp.where(jnp.isnan(values), -jnp.inf, values)
-    upper = jnp.clip(jnp.searchsorted(grid, v, side="left"), 1, k - 1)
-    lower = upper - 1
-    pick_upper = jnp.abs(grid[upper] - v) < jnp.abs(v - grid[lower])
-    pick_upper = jnp.where(jnp.isinf(v), v > 0, pick_upper)
-    return jnp.where(pick_upper, upper, lower).astype(jnp.int32)
+
+    def rounded(block):
+        v = jnp.where(jnp.isnan(block), -jnp.inf, block)
+        upper = jnp.clip(jnp.searchsorted(grid, v, side="left"), 1, k - 1)
+        lower = upper - 1
+        pick_upper = jnp.abs(grid[upper] - v) < jnp.abs(v - grid[lower])
+        pick_upper = jnp.where(jnp.isinf(v), v > 0, pick_upper)
+        return jnp.where(pick_upper, upper, lower).astype(jnp.int32)
+
+    return _blockwise(rounded, values) if values.ndim == 1 else rounded(values)
 
 
 @functools.partial(jax.jit, static_argnames=("scale", "lower", "upper", "nan_value"))
@@ -124,8 +146,20 @@ def plan_cap(n: int, max_depth: int | None) -> int:
 
 
 def use_powerset(n: int, cap: int) -> bool:
-    # Regime A when the power set is small enough and not much larger than what is queried.
-    return n <= ps.POWERSET_MAX_N and (1 << n) <= 8 * ps.query_count(n, cap)
+    # Regime A when the power set fits the device's memory (its 2**n arrays, counted in
+    # ps.WRAPPER_BYTES_PER_SUBSET) and is not much larger than what is queried.
+    return n <= ps.powerset_max_n(ps.WRAPPER_BYTES_PER_SUBSET) and (1 << n) <= 8 * ps.query_count(n, cap)
+
+
+def check_powerset_wrapper(n: int, what: str) -> None:
+    """Refuses, before any oracle call, a regime-A release whose 2**n arrays do not fit the device's memory.
+
+    The wrappers of Linder et al. 2025 that run on the full power set hold
+    a few arrays of 2**n values at once (:data:`gpuprivacy.subsets.WRAPPER_BYTES_PER_SUBSET`
+    bytes per subset: the raw and sanitised values, then the cache and the
+    sweeps' temporaries), so their limit is memory, e.g. n = 30 on an 80 GB GPU.
+    """
+    ps.check_powerset_fits(n, bytes_per_subset=ps.WRAPPER_BYTES_PER_SUBSET, what=what)
 
 
 def build_cache(oracle_fn, data: np.ndarray, *, depth: int, cap: int, capacity, max_queries, chunk_size,
@@ -134,19 +168,26 @@ def build_cache(oracle_fn, data: np.ndarray, *, depth: int, cap: int, capacity, 
     n = data.shape[0]
     depth = min(depth, n)
     kind = regime or ("powerset" if use_powerset(n, cap) else "levels")
+    if kind == "powerset":
+        check_powerset_wrapper(n, f"a regime-A release (n={n}, depth {depth})")  # before any oracle call
     if kind == "powerset" and depth == n:
         # Whole power set: the fast evaluator, indexed by canonical bitmask (regime A).
         raw = evaluate_powerset(oracle_fn, data, capacity=capacity, max_queries=max_queries,
                                 verify_determinism=verify_determinism, progress=progress)
-        return Cache("powerset", n, depth, sanitise(raw), (), int(raw.shape[0]))
+        num_queries = int(raw.shape[0])
+        values = sanitise(raw)
+        del raw  # the raw values are not read again: free their 2**n buffer before the sweeps
+        return Cache("powerset", n, depth, values, (), num_queries)
     raw = evaluate_levels(oracle_fn, data, depth=depth, capacity=capacity, max_queries=max_queries,
                           chunk_size=chunk_size, verify_determinism=verify_determinism, progress=progress)
+    num_queries = int(raw.shape[0])
     values = sanitise(raw)
+    del raw
     if kind == "powerset":
-        return Cache("powerset", n, depth, to_powerset(values, n, depth, fill), (), int(raw.shape[0]))
+        return Cache("powerset", n, depth, to_powerset(values, n, depth, fill), (), num_queries)
     levels = tuple(split_levels(values, n, depth))
     children = tuple(ps.child_ranks(n, d) for d in range(depth))
-    return Cache("levels", n, depth, levels, children, int(raw.shape[0]))
+    return Cache("levels", n, depth, levels, children, num_queries)
 
 
 def check_common(data, capacity, max_queries):
@@ -179,9 +220,13 @@ def closure_max_level_min(cache: Cache, low: jax.Array, base, floor_value, num_l
     """
     n = cache.n
     if cache.kind == "powerset":
-        sizes = jnp.asarray(ps.popcounts(n))
-        start = jnp.where(sizes >= low, base(cache.values, sizes), floor_value)
-        closure = ps.subset_max(start, n)
+        def start_at(masks):
+            # One block of masks at a time (ps.powerset_map): sizes come from a popcount on the device (no
+            # 2**n constant), and the only 2**n arrays are the cache, this start array and the closure.
+            sizes = jax.lax.population_count(masks).astype(jnp.int64)  # int64: compared with a traced int64
+            return jnp.where(sizes >= low, base(cache.values[masks], sizes), floor_value)
+
+        closure = ps.subset_max(ps.powerset_map(start_at, n), n)
         per_size = ps.level_reduce(closure, n, "min", None)
         per_depth = [per_size[n - d] for d in range(min(num_levels, n + 1))]
     else:

@@ -40,6 +40,7 @@ from gpuprivacy.mechanisms._wrappers._common import (
     NONRESPONSE,
     build_cache,
     check_common,
+    check_powerset_wrapper,
     clamp_int,
     concrete_int,
     run_on_cache,
@@ -122,20 +123,33 @@ def tahoe_guarantee(*, epsilon: float, delta: float):
 
 
 def stability_floor(values: Array, n: int, lowest_level) -> Array:
-    """psi(u) for every bitmask u: the largest |z| of a bad edge inside u with |z| >= lowest_level (Linder et al. 2025, Defs 4.1-4.2)."""
-    sizes = jnp.asarray(ps.popcounts(n))
-    bad = ps.bit_neighbours_differ(values, n, 1.0) & (sizes - 1 >= lowest_level)
-    return ps.subset_max(jnp.where(bad, sizes - 1, _NO_BAD_EDGE), n)
+    """psi(u) for every bitmask u: the largest |z| of a bad edge inside u with |z| >= lowest_level (Linder et al. 2025, Defs 4.1-4.2).
+
+    Returns int32 (sizes - 1 <= 31 and the no-edge value -2**30 fit): the SOS sweep then holds two int32
+    arrays of 2**n entries, half the bytes of int64. The bad edges are found block by block.
+    """
+    def start_at(masks):
+        sizes = jax.lax.population_count(masks).astype(jnp.int64)  # on the device, no 2**n constant
+        bad = ps.bit_neighbours_differ_at(values, masks, n, 1.0) & (sizes - 1 >= lowest_level)
+        return jnp.where(bad, (sizes - 1).astype(jnp.int32), jnp.int32(_NO_BAD_EDGE))
+
+    return ps.subset_max(ps.powerset_map(start_at, n), n)
+
+
+def _stable_at(psi, masks, low):
+    """For a block of masks: (sizes, stable) with stable = |u| >= low and psi(u) < low (l-stable, Def 4.2)."""
+    sizes = jax.lax.population_count(masks).astype(jnp.int64)
+    return sizes, (sizes >= low) & (psi[masks].astype(jnp.int64) < low)
 
 
 def _check_claim(c, data_n):
     c = check_positive("c", c)
     if not math.isfinite(c):
         raise ValueError(f"c must be finite and > 0, got {c!r}.")
-    if data_n > ps.POWERSET_MAX_N:
-        raise ValueError(f"the stability-based wrappers run on the full power set (regime A), n <= "
-                         f"{ps.POWERSET_MAX_N}; got n = {data_n}. (With the paper's constants their depth is >= "
-                         "19 tau, so larger n is infeasible anyway, Linder et al. 2025, Sec. 6.)")
+    # Regime A: limited by the device's memory (2**n values per array), refused before any oracle call. (With
+    # the paper's constants their depth is >= 19 tau, so much larger n is infeasible anyway, Linder et al. 2025,
+    # Sec. 6.)
+    check_powerset_wrapper(data_n, "the stability-based wrappers (regime A, the full power set)")
     return c
 
 
@@ -153,12 +167,20 @@ def proxy_t(values: Array, n: int, low, tau: int):
     h in {m - tau..m}; computed with the shift ``C'(u) = C[f'](u) - |x|/2`` (N1).
     Returns -inf for T when some S_h is empty (only possible on the BOT path, N3).
     """
-    sizes = jnp.asarray(ps.popcounts(n))
     psi = stability_floor(values, n, jnp.maximum(low, 0))
-    stable = (sizes >= low) & (psi < low)
-    m = jnp.max(jnp.where(stable, sizes, -1))
-    shifted = (values - (n - sizes).astype(jnp.float64)) / 2
-    per_size = jax.ops.segment_max(jnp.where(stable, shifted, -jnp.inf), sizes, num_segments=n + 1)
+
+    # Block by block (ps.powerset_blocks): the only 2**n arrays are the values and psi. Max is exact.
+    def largest_stable(masks):
+        sizes, stable = _stable_at(psi, masks, low)
+        return jnp.max(jnp.where(stable, sizes, -1))
+
+    def shifted_at(masks):
+        sizes, stable = _stable_at(psi, masks, low)
+        shifted = (values[masks] - (n - sizes).astype(jnp.float64)) / 2
+        return jnp.where(stable, shifted, -jnp.inf)
+
+    m = ps.powerset_blocks(largest_stable, n).max()
+    per_size = ps.powerset_level_reduce(shifted_at, n, "max")
     suffix = jax.lax.cummax(per_size, reverse=True)
     h = m - tau + jnp.arange(tau + 1)
     return suffix[jnp.clip(jnp.maximum(h, low), 0, n)].mean(), m
@@ -194,9 +216,10 @@ def subset_extension(key: Key, data, *, oracle_fn, c: float, epsilon: float, del
     l and b are released (P5). If f is c-Lipschitz on ``N_{(q+1)tau}(x)``
     then b = 0 and ``out = f(x) + Lap(600 c/epsilon)`` exactly. The depth is
     ``floor(q tau - R0)`` in ``[19 tau, 21 tau]``; this implementation runs on
-    the power set (n <= 26), where that depth covers every subset whenever
-    ``19 tau >= n``. Oracle values: NaN -> 0, divided by c, clamped to
-    +-2**30 and rounded to 2**-20 (post-processing).
+    the power set (n up to what the device's memory holds, n = 30 on an 80 GB
+    GPU), where that depth covers every subset whenever ``19 tau >= n``.
+    Oracle values: NaN -> 0, divided by c, clamped to +-2**30 and rounded to
+    2**-20 (post-processing).
 
     Args:
       key: a single PRNG key.
@@ -250,15 +273,20 @@ def _tahoe_kernel(cache, key, depth_key, *, tau, eps0):
     r1 = truncated_laplace(depth_key, -tau * eps0, tau * eps0) / eps0
     level = n - 5 * tau - r1  # released, real; "size >= l" means size >= ceil(l)
     low = jnp.ceil(level).astype(jnp.int64)
-    sizes = jnp.asarray(ps.popcounts(n))
     psi = stability_floor(values, n, jnp.maximum(low, 0))
-    stable = (sizes >= low) & (psi < low)
-    m = jnp.max(jnp.where(stable, sizes, -1))
+
+    def largest_stable(masks):  # block by block: no 2**n temporaries besides psi
+        sizes, stable = _stable_at(psi, masks, low)
+        return jnp.max(jnp.where(stable, sizes, -1))
+
+    m = ps.powerset_blocks(largest_stable, n).max()
     r2 = truncated_laplace(h_key, -tau * eps0, tau * eps0) / eps0
     h = n - tau - r2  # NOT released
     bot = m.astype(jnp.float64) < h
-    # Any stable set of size m is private (Prop B.1); canonical rule: the lowest bitmask.
-    chosen = jnp.argmax(stable & (sizes == m))
+    # Any stable set of size m is private (Prop B.1); canonical rule: the lowest bitmask (argmax of a boolean
+    # array of 2**n entries, built block by block: 1 byte per subset).
+    chosen = jnp.argmax(ps.powerset_map(lambda masks: _stable_at(psi, masks, low)[1]
+                                        & (jax.lax.population_count(masks).astype(jnp.int64) == m), n))
     out = values[chosen] + laplace(noise_key) * (12 * tau / eps0)
     return out, bot, level, n - low
 
@@ -273,7 +301,7 @@ def tahoe(key: Key, data, *, oracle_fn, c: float, epsilon: float, delta: float, 
 
     for an l-stable u of the largest size m, BOT if m < h. Noise follows the
     algorithm, ``12 tau/eps0 = 108 ln(1/delta0)/epsilon**2`` (erratum 6; Prop
-    B.1's 36 is too small). Power set only (n <= 26). Same sanitisation as
+    B.1's 36 is too small). Power set only (n up to what the device's memory holds). Same sanitisation as
     :func:`subset_extension`.
 
     Args:
