@@ -229,6 +229,8 @@ def main(argv=None):
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--loop-limit", type=int, default=20_000,
                         help="subsets the NumPy loop is timed on for removal families (scaled to the family)")
+    parser.add_argument("--cases", choices=("all", "random", "removals"), default="all",
+                        help="run only the random-subset cases or only the removal families")
     parser.add_argument("--cpu-cores", action="store_true",
                         help="one JAX CPU device per core (gpuprivacy.use_cpu_cores): the engine splits over them")
     args = parser.parse_args(argv)
@@ -241,6 +243,10 @@ def main(argv=None):
     if args.gpu:
         cases += [(n, k, s) for n, k, s, *_ in GPU_CASES]
         removal_cases += GPU_REMOVAL_CASES
+    if args.cases == "removals":
+        cases = []
+    if args.cases == "random":
+        removal_cases = []
     results = []
     for n, k, s in cases:
         results += run_case(n, k, s, repeats=args.repeats, loop_limit=10**5 if k > 10**5 else None)

@@ -58,6 +58,15 @@ SUBSETS_AXIS = "subsets"
 _BUDGETS = {"cpu": (1 << 20, 1 << 25), "gpu": (1 << 26, 1 << 31), "tpu": (1 << 26, 1 << 31)}
 _MIN_MICRO_BATCH = 128
 _ORDER_STATISTIC_READ_BYTES = 256  # four slots, their positions and the removed set of one subset
+
+
+def _family_resident(platform: str) -> bool:
+    """Whether explicit families are uploaded once and prepared on the devices (accelerators), or prepared
+    chunk by chunk on the host, where NumPy's sorts and compactions beat XLA's (a CPU backend)."""
+    return platform != "cpu" if _RESIDENT_FAMILIES is None else _RESIDENT_FAMILIES
+
+
+_RESIDENT_FAMILIES: bool | None = None  # tests set it to run the accelerator path on a CPU
 _MAX_MICRO_BATCH = 1 << 16
 MICRO_BATCH = _MIN_MICRO_BATCH
 """The smallest micro-batch (subsets per vmapped oracle call); the engine's is sized per backend."""
@@ -216,6 +225,7 @@ class EvaluationPlan(NamedTuple):
     output_bytes: int
     block_bytes: int
     capacity: int
+    family_resident: bool
 
 
 def plan_evaluation(oracle_fn, data, family: SubsetFamily, *, capacity: int, chunk_size: int | None,
@@ -249,8 +259,13 @@ def plan_evaluation(oracle_fn, data, family: SubsetFamily, *, capacity: int, chu
     out = jax.eval_shape(oracle_fn, jax.ShapeDtypeStruct((capacity,) + data.shape[1:], data.dtype),
                          jax.ShapeDtypeStruct((capacity,), np.dtype(bool)))
     per_subset_out = sum(int(np.prod(x.shape, dtype=np.int64)) * x.dtype.itemsize for x in jax.tree.leaves(out))
+    resident = family.kind in ("kept", "removed") and _family_resident(platform)
+    family_bytes = 0
+    if resident:  # the family's canonical positions live on the devices, each device holding its run
+        width = family.removed_width if family.kind == "removed" else max(capacity, family.kept.shape[1])
+        family_bytes = 4 * width * num_chunks * per_device
     plan = EvaluationPlan(k, num_devices, micro, per_device, num_chunks, num_chunks * per_device,
-                          per_subset_out * num_chunks * per_device, block_bytes, capacity)
+                          per_subset_out * num_chunks * per_device + family_bytes, block_bytes, capacity, resident)
     _check_fits(plan, family, mesh)
     return plan
 
@@ -306,11 +321,25 @@ class _ChunkRunner:
         if kind == "removals":
             self.tables = (put(rank), put(binomial_table(family.n, family.depth)),
                            put(np.asarray(level_offsets(family.n, family.depth), np.int64)))
-        # Many removed rows: slot positions are cheaper to find on the host (a mask and a boolean compaction
-        # in NumPy) than on the device, so such families reach the kernel in kept form.
-        self.compact_on_host = kind == "removed" and family.removed_width > COMPARE_ALL_WIDTH
-        kernel_kind = "kept" if self.compact_on_host else kind
         self.capacity = capacity = plan.capacity
+        # Many removed rows: on a CPU host, slot positions are cheaper to find with a mask and a boolean
+        # compaction in NumPy than on the device, so such families reach the kernel in kept form.
+        self.compact_on_host = kind == "removed" and family.removed_width > COMPARE_ALL_WIDTH and \
+            not plan.family_resident
+        kernel_kind = "kept" if self.compact_on_host else kind
+        if plan.family_resident:
+            # One upload: each device receives its whole run of (unsorted) canonical positions, prepared by
+            # the process that owns it; chunks are then sliced, sorted and expanded on the device.
+            kernel_kind = "resident-" + kind
+            run = plan.per_device_total
+            width = family.removed_width if kind == "removed" else max(capacity, family.kept.shape[1])
+
+            def local(index):
+                device = (index[0].start or 0) // run
+                rows = np.arange(device * run, (device + 1) * run).clip(max=family.num_subsets - 1)
+                return self._unsorted_positions(rows, width)
+
+            self.tables = (jax.make_array_from_callback((run * plan.num_devices, width), self.sharded, local),)
         self.kernel, self.out_tree = _compiled_kernel(oracle_fn, kernel_kind, family.n, capacity, family.depth,
                                                       plan.micro_batch, plan.per_device, plan.num_subsets,
                                                       plan.per_device_total, mesh,
@@ -322,7 +351,7 @@ class _ChunkRunner:
 
     def __call__(self, out, chunk: int):
         chunk_arg = jnp.asarray(chunk, jnp.int64)
-        if self.family.kind == "removals":
+        if self.family.kind == "removals" or self.plan.family_resident:
             return self.kernel(out, chunk_arg, self.sorted_data, *self.tables)
         per_device, total = self.plan.per_device, self.plan.per_device_total
         width = self.capacity if (self.family.kind != "removed" or self.compact_on_host) else self.family.removed_width
@@ -336,6 +365,17 @@ class _ChunkRunner:
 
         positions = jax.make_array_from_callback(shape, self.sharded, local)
         return self.kernel(out, chunk_arg, self.sorted_data, positions)
+
+    def _unsorted_positions(self, rows, width):
+        """Canonical positions of the family's ``rows``, unsorted, sentinel n in unused slots (``int32[len, width]``)."""
+        family = self.family
+        if family.kind == "removed":
+            return self.rank[family.removed[rows]]
+        positions = np.where(family.kept_valid[rows], self.rank[family.kept[rows]], self.n).astype(np.int32)
+        if positions.shape[1] < width:
+            positions = np.concatenate([positions, np.full((len(rows), width - positions.shape[1]), self.n,
+                                                           np.int32)], axis=1)
+        return positions
 
     def _positions(self, rows):
         """Canonical positions for the family's ``rows`` (NumPy's sort beats XLA's on a CPU host)."""
@@ -417,7 +457,7 @@ def _compiled_kernel(oracle_fn, kind, n, capacity, depth, micro, per_device, k, 
     # computed from those slots alone, with the oracle's own arithmetic (apply_order_statistic).
     form = order_statistic_form(oracle_fn) if len(data_spec.shape) == 1 else None
 
-    def blocks(sorted_data, inputs, first):
+    def blocks(sorted_data, inputs, first, first_local):
         if kind == "removals":
             rank, table, offsets = inputs
             index = jnp.minimum(first + jnp.arange(per_device, dtype=jnp.int64), k - 1)
@@ -433,6 +473,12 @@ def _compiled_kernel(oracle_fn, kind, n, capacity, depth, micro, per_device, k, 
             return apply_oracle(oracle_fn, lambda i: blocks_from_removed(sorted_data, removed_of(i), n, capacity),
                                 index, micro_batch=micro)
         (positions,) = inputs
+        if kind.startswith("resident-"):
+            return blocks_of(kind[len("resident-"):], sorted_data,
+                             sort_small(jax.lax.dynamic_slice_in_dim(positions, first_local, per_device, axis=0)))
+        return blocks_of(kind, sorted_data, positions)
+
+    def blocks_of(kind, sorted_data, positions):
         if kind == "removed":
             if form is not None:
                 return apply_order_statistic(form, removed_slot_reader(sorted_data, n, capacity), positions,
@@ -448,14 +494,14 @@ def _compiled_kernel(oracle_fn, kind, n, capacity, depth, micro, per_device, k, 
     def per_device_step(out, chunk, sorted_data, *inputs):
         device = jax.lax.axis_index(SUBSETS_AXIS).astype(jnp.int64)
         first = device * per_device_total + chunk * per_device
-        values = jax.tree.leaves(blocks(sorted_data, inputs, first))
+        values = jax.tree.leaves(blocks(sorted_data, inputs, first, chunk * per_device))
         offset = (chunk * per_device).astype(jnp.int64)
         return [jax.lax.dynamic_update_slice_in_dim(o, v.astype(o.dtype), offset, axis=0)
                 for o, v in zip(out, values)]
 
     replicated, sharded = PartitionSpec(), PartitionSpec(SUBSETS_AXIS)
     num_inputs = 3 if kind == "removals" else 1
-    input_specs = (replicated,) * 3 if kind == "removals" else (sharded,)
+    input_specs = (replicated,) * 3 if kind == "removals" else (sharded,)  # a chunk's or a resident run's rows
     step = jax.shard_map(per_device_step, mesh=mesh,
                          in_specs=([sharded] * len(leaves), replicated, replicated) + input_specs,
                          out_specs=[sharded] * len(leaves), check_vma=False)

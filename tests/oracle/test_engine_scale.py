@@ -104,3 +104,34 @@ def test_device_unranking_matches_the_exact_python_ranks_on_awkward_sizes():
 def test_levels_keep_their_public_budget():
     with pytest.raises(ValueError, match="max_queries"):
         _levels.evaluate_levels(oracle.mean, np.zeros(30), depth=8, max_queries=1000)
+
+
+@pytest.mark.parametrize("name", ["partition", "random-small", "random-large", "random-wide"])
+@pytest.mark.parametrize("label, fn", [("median", oracle.median), ("trimmed_mean", oracle.trimmed_mean(0.1)),
+                                       ("mean", oracle.mean)])
+def test_device_resident_families_give_the_host_prepared_values(monkeypatch, name, label, fn):
+    # On an accelerator an explicit family is uploaded once and each chunk is sliced, sorted and expanded on
+    # the device; on a CPU it is prepared chunk by chunk on the host. Both must give the same bits.
+    data = np.random.default_rng(3).standard_normal(40)
+    family = _families(40)[name]
+    host = np.asarray(oracle.evaluate(fn, data, family, chunk_size=7))
+    monkeypatch.setattr(engine, "_RESIDENT_FAMILIES", True)
+    plan = engine.plan_evaluation(fn, data, family, capacity=family.capacity, chunk_size=7,
+                                  mesh=oracle.default_mesh())
+    assert plan.family_resident and plan.num_chunks >= 1
+    for chunk in (7, None):
+        np.testing.assert_array_equal(np.asarray(oracle.evaluate(fn, data, family, chunk_size=chunk)), host)
+
+
+@pytest.mark.parametrize("size", [5, 37, 21])  # kept form; removed, 3 wide; removed, 19 wide (compacted on a CPU host)
+def test_device_resident_families_over_several_chunks(monkeypatch, size):
+    data = np.random.default_rng(4).standard_normal(40)
+    family = subsets.random_subsets(jax.random.key(9), 40, size, 70_000)
+    host = np.asarray(oracle.evaluate(oracle.mean, data, family, chunk_size=7))
+    monkeypatch.setattr(engine, "_RESIDENT_FAMILIES", True)
+    plan = engine.plan_evaluation(oracle.mean, data, family, capacity=family.capacity, chunk_size=7,
+                                  mesh=oracle.default_mesh())
+    assert plan.family_resident and plan.num_chunks > 1
+    np.testing.assert_array_equal(np.asarray(oracle.evaluate(oracle.mean, data, family, chunk_size=7)), host)
+    loop = np.array([np.mean(data[family.subset(i)]) for i in range(0, len(family), 97)])
+    np.testing.assert_allclose(host[::97], loop, rtol=1e-13, atol=1e-15)
