@@ -92,13 +92,17 @@ def main(argv=None):
     parser.add_argument("--gpu", action="store_true", help="also run n = 30 (needs an accelerator)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--loop-limit", type=int, default=200_000, help="subsets timed in the Python loop")
+    parser.add_argument("--cpu-cores", action="store_true",
+                        help="one JAX CPU device per core (gpuprivacy.use_cpu_cores): the engine splits over them")
     args = parser.parse_args(argv)
+    if args.cpu_cores:
+        gpuprivacy.use_cpu_cores()
     sizes = [20, 24] + ([30] if args.gpu else [])
     rows = [row for n in sizes for row in run_case(n, loop_limit=args.loop_limit)]
     release = run_release()
     load = os.getloadavg()
     result = dict(benchmark="privacy_wrappers", gpuprivacy=gpuprivacy.__version__, jax=jax.__version__,
-                  device=jax.devices()[0].device_kind, platform=platform.platform(), cpu_count=os.cpu_count(),
+                  device=jax.devices()[0].device_kind, devices=jax.device_count(), platform=platform.platform(), cpu_count=os.cpu_count(),
                   load_average=load, rows=rows, release=release)
     if args.json:
         print(json.dumps(result, indent=2))

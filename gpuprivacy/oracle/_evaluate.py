@@ -324,8 +324,9 @@ class _ChunkRunner:
         self.capacity = capacity = plan.capacity
         # Many removed rows: on a CPU host, slot positions are cheaper to find with a mask and a boolean
         # compaction in NumPy than on the device, so such families reach the kernel in kept form.
+        # (An order statistic reads its few slots straight from the removed positions: no compaction.)
         self.compact_on_host = kind == "removed" and family.removed_width > COMPARE_ALL_WIDTH and \
-            not plan.family_resident
+            not plan.family_resident and not (sorted_data.ndim == 1 and order_statistic_form(oracle_fn))
         kernel_kind = "kept" if self.compact_on_host else kind
         if plan.family_resident:
             # One upload: each device receives its whole run of (unsorted) canonical positions, prepared by

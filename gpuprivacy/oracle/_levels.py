@@ -31,9 +31,10 @@ import math
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.sharding import NamedSharding, PartitionSpec
 
 from gpuprivacy._checks import check_data, check_int
-from gpuprivacy.oracle._evaluate import DEFAULT_MAX_QUERIES, evaluate
+from gpuprivacy.oracle._evaluate import DEFAULT_MAX_QUERIES, SUBSETS_AXIS, default_mesh, evaluate
 from gpuprivacy.oracle._isolation import apply_oracle, blocks_from_bitmasks, padded_oracle
 from gpuprivacy.oracle._trust import resolve_oracle
 from gpuprivacy.subsets import (
@@ -207,12 +208,16 @@ def evaluate_powerset(oracle_fn, data, *, capacity: int | None = None,
     oracle_fn = _resolve(oracle_fn, data, capacity)  # before any data is touched
     oracle = padded_oracle(oracle_fn, capacity)
     sorted_data = jnp.asarray(data[canonical_order(data)])
-    values = jnp.zeros(total, jnp.float64)
-    with Progress(total, "evaluate", enabled=progress) as bar:
-        for start, size in _chunks(total, step):
-            write, _ = _powerset_kernels(oracle, n, capacity, size, micro)
-            values = write(values, sorted_data, jnp.asarray(start, jnp.int64))
-            bar.update(size)
+    mesh = default_mesh()
+    if mesh.shape[SUBSETS_AXIS] > 1:
+        values = _evaluate_powerset_split(oracle, sorted_data, n, capacity, step, micro, mesh, progress)
+    else:
+        values = jnp.zeros(total, jnp.float64)
+        with Progress(total, "evaluate", enabled=progress) as bar:
+            for start, size in _chunks(total, step):
+                write, _ = _powerset_kernels(oracle, n, capacity, size, micro)
+                values = write(values, sorted_data, jnp.asarray(start, jnp.int64))
+                bar.update(size)
     if verify_determinism:
         other = max(1, step // 2) if step > 1 else min(2, total)
         mismatches = jnp.zeros((), jnp.int64)
@@ -222,6 +227,47 @@ def evaluate_powerset(oracle_fn, data, *, capacity: int | None = None,
         if int(mismatches):
             _raise_not_deterministic()
     return values
+
+
+def _evaluate_powerset_split(oracle, sorted_data, n, capacity, step, micro, mesh, progress):
+    """The power set over several devices: device d evaluates the masks of its own run (docs/engine.md).
+
+    Every device runs the same compiled micro-batch body as the one-device
+    path (:func:`_powerset_kernels`), so the values agree bit for bit; each
+    keeps its run of the result, and the first ``2**n`` values are returned.
+    """
+    from gpuprivacy._progress import Progress
+
+    total, devices = 1 << n, mesh.shape[SUBSETS_AXIS]
+    step = min(step, -(-total // devices))
+    run = -(-total // (devices * step)) * step  # each device's run: whole chunks
+    sharded = NamedSharding(mesh, PartitionSpec(SUBSETS_AXIS))
+    values = jax.jit(lambda: jnp.zeros(run * devices, jnp.float64), out_shardings=sharded)()
+    write = _powerset_split_kernel(oracle, n, capacity, step, micro, run, mesh)
+    with Progress(total, "evaluate", enabled=progress) as bar:
+        for chunk in range(run // step):
+            values = write(values, sorted_data, jnp.asarray(chunk, jnp.int64))
+            bar.update(min(step * devices, total - chunk * step * devices) if chunk * step * devices < total else 0)
+    return jax.jit(lambda v: v[:total])(values)
+
+
+@functools.lru_cache(maxsize=32)
+def _powerset_split_kernel(oracle, n, capacity, step, micro, run, mesh):
+    batches = max(2, -(-step // micro))
+    full = (1 << n) - 1
+
+    def per_device(values, sorted_data, chunk):
+        device = jax.lax.axis_index(SUBSETS_AXIS).astype(jnp.int64)
+        start = device * run + chunk * step
+        masks = (start + jnp.arange(batches * micro, dtype=jnp.int64)) & full  # past 2**n: wrapped, cut later
+        out = apply_oracle(oracle, lambda m: blocks_from_bitmasks(sorted_data, m, n, capacity), masks,
+                           micro_batch=micro)
+        return jax.lax.dynamic_update_slice(values, out[:step], (chunk * step,))
+
+    step_fn = jax.shard_map(per_device, mesh=mesh, in_specs=(PartitionSpec(SUBSETS_AXIS), PartitionSpec(),
+                                                             PartitionSpec()),
+                            out_specs=PartitionSpec(SUBSETS_AXIS), check_vma=False)
+    return jax.jit(step_fn, donate_argnums=0)
 
 
 def _chunks(total, step):

@@ -31,6 +31,25 @@ def compiled_trip_counts(oracle_fn, data, family):
     return [int(n) for n in re.findall(r'known_trip_count":\{"n":"(\d+)"', text)], plan
 
 
+def powerset_work(data):
+    """Subsets each device evaluates for the power set of ``data``, read from its compiled program."""
+    import jax
+    import jax.numpy as jnp
+    from gpuprivacy import oracle
+    from gpuprivacy.oracle import _levels
+
+    n = data.shape[0]
+    total, devices, micro = 1 << n, jax.device_count(), _levels.powerset_micro_batch()
+    step = min(_levels.powerset_chunk_size(n), -(-total // devices))
+    run = -(-total // (devices * step)) * step
+    kernel = _levels._powerset_split_kernel(oracle.padded_oracle(oracle.mean, 32), n, 32, step, micro, run,
+                                            oracle.default_mesh())
+    values = jax.ShapeDtypeStruct((run * devices,), jnp.float64)
+    text = kernel.lower(values, jnp.asarray(np.sort(data)), jnp.asarray(0, jnp.int64)).compile().as_text()
+    (trips,) = [int(t) for t in re.findall(r'known_trip_count":\{"n":"(\d+)"', text)]
+    return {"subsets": total, "per_device_work": (run // step) * trips * micro, "chunk": step}
+
+
 def main():
     import jax
     import gpuprivacy  # noqa: F401
@@ -45,9 +64,11 @@ def main():
         start = time.process_time()
         values = jax.block_until_ready(oracle.evaluate(oracle.mean, data, family))
         cpu.append(time.process_time() - start)
+    power = powerset_work(data[:18]) if jax.device_count() > 1 else None
     json.dump({"device_count": jax.device_count(), "trip_counts": trips, "per_device": plan.per_device,
                "micro_batch": plan.micro_batch, "num_chunks": plan.num_chunks, "num_subsets": family.num_subsets,
-               "cpu_seconds": min(cpu), "values": np.asarray(values).tolist()}, open(sys.argv[1], "w"))
+               "cpu_seconds": min(cpu), "powerset": power,
+               "values": np.asarray(values).tolist()}, open(sys.argv[1], "w"))
 
 
 if __name__ == "__main__":

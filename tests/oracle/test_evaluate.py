@@ -162,6 +162,9 @@ def test_four_devices_split_the_work_instead_of_repeating_it(tmp_path):
         share = -(-k // devices)
         assert share <= per_device_work < share + run["per_device"], (devices, per_device_work, share)
     assert four["cpu_seconds"] < 1.5 * one["cpu_seconds"], (four["cpu_seconds"], one["cpu_seconds"])
+    # The power set splits too: each of the 4 devices' programs covers a quarter of the 2**18 masks.
+    power = four["powerset"]
+    assert power["subsets"] // 4 <= power["per_device_work"] < power["subsets"] // 4 + power["chunk"], power
 
 
 def _free_port():
