@@ -190,3 +190,63 @@ def check_rows_in_domain(data: Any, lower: Any, upper: Any, clip: Any, name: str
             f"[{lower!r}, {upper!r}]; the first is {float(arr[where])!r} at index {index}. Widen lower/upper "
             "(they must be public, not computed from the data) or pass clip=True to clamp rows to [lower, upper].")
     return np.clip(arr.astype(np.float64), lower, upper)
+
+
+# --- fail closed under jit / vmap -------------------------------------------------------------------
+# The checks above raise on concrete values and let tracers through (a validated parameter may be
+# vmapped). A traced parameter is checked by value inside the computation instead: the release is
+# replaced by a NaN (or -1 for an index) that does not depend on the data, ``info.valid`` is False, and
+# the same message is raised by ``jax.experimental.checkify`` when the caller checkifies
+# (``checkify.checkify(f, errors=checkify.user_checks)``). docs/fail_closed.md.
+
+def traced_ok(ok: Any, message: str, **values: Any) -> Any:
+    """``ok`` as a traced boolean, also registered with ``checkify`` (a no-op unless the caller checkifies)."""
+    from jax.experimental import checkify
+
+    checkify.debug_check(ok, message, **values)
+    return ok
+
+
+def epsilon_ok(epsilon: Any, name: str = "epsilon") -> Any:
+    """True for a concrete (already checked) epsilon; for a traced one, whether it is finite and > 0."""
+    if not is_tracer(epsilon):
+        return True
+    return traced_ok(jax.numpy.isfinite(epsilon) & (epsilon > 0),
+                     f"{name} must be finite and > 0, got {{value}}. A privacy budget of 0 or less releases nothing.",
+                     value=epsilon)
+
+
+def positive_ok(name: str, value: Any) -> Any:
+    """True for a concrete (already checked) value; for a traced one, whether it is finite and > 0."""
+    if not is_tracer(value):
+        return True
+    return traced_ok(jax.numpy.isfinite(value) & (value > 0), f"{name} must be finite and > 0, got {{value}}.",
+                     value=value)
+
+
+def finite_ok(name: str, value: Any) -> Any:
+    """True for concrete (already checked) data; for traced data, whether every entry is finite."""
+    if not is_tracer(value):
+        return True
+    return traced_ok(jax.numpy.all(jax.numpy.isfinite(value)),
+                     f"{name} must be finite (no NaN or inf); the release was withheld.")
+
+
+def all_ok(*conditions: Any) -> Any:
+    """The conjunction of :func:`epsilon_ok`-style results (True when every one is concretely True)."""
+    traced = [c for c in conditions if c is not True]
+    if not traced:
+        return True
+    out = traced[0]
+    for c in traced[1:]:
+        out = out & c
+    return out
+
+
+def fail_closed(released: Any, ok: Any) -> Any:
+    """``released`` where ``ok``, else NaN (floating) or -1 (integer): a value that does not depend on the data."""
+    if ok is True:
+        return released
+    released = jax.numpy.asarray(released)
+    withheld = jax.numpy.nan if jax.numpy.issubdtype(released.dtype, jax.numpy.floating) else -1
+    return jax.numpy.where(ok, released, jax.numpy.full(released.shape, withheld, released.dtype))

@@ -10,7 +10,8 @@ import jax
 import jax.numpy as jnp
 
 from gpuprivacy import noise
-from gpuprivacy._checks import check_delta, check_epsilon, check_key, check_positive
+from gpuprivacy._checks import (all_ok, check_delta, check_epsilon, check_key, check_positive, epsilon_ok,
+                                fail_closed, finite_ok, positive_ok)
 from gpuprivacy._config import require_x64
 from gpuprivacy._rounding import divide_up, float_up, step_up_until
 from gpuprivacy._typing import Array, Key
@@ -43,10 +44,14 @@ class LaplaceInfo(NamedTuple):
       scale: the Laplace scale actually used, :math:`\\Delta_1/\\varepsilon`
         rounded up (public). In the secure path, the discrete scale in value units.
       nonprivate_value: the exact query value, float64 (NOT private).
+      valid: False when a traced parameter (epsilon, sensitivity) or the traced value was invalid; the
+        release is then NaN, whatever the data (fail closed, docs/fail_closed.md). Always True eagerly,
+        where invalid input raises.
     """
 
     scale: Array
     nonprivate_value: Array
+    valid: Array = True
 
 
 class GaussianInfo(NamedTuple):
@@ -172,7 +177,10 @@ def laplace_mechanism(key: Key, value: Array, *, epsilon: float, sensitivity: fl
     else:
         scale = jnp.asarray(divide_up(sensitivity, epsilon, what=f"the Laplace scale sensitivity / epsilon = {sensitivity!r} / {epsilon!r}"), jnp.float64)
         released = _additive_laplace(key, value, scale)
-    return Release(released, LaplaceInfo(scale=scale, nonprivate_value=value))
+    # Traced parameters or data skipped the eager checks: check them by value and withhold the release.
+    ok = all_ok(epsilon_ok(epsilon), positive_ok("sensitivity", sensitivity), finite_ok("value", value))
+    return Release(fail_closed(released, ok), LaplaceInfo(scale=scale, nonprivate_value=value,
+                                                          valid=jnp.asarray(ok)))
 
 
 def laplace_mechanism_guarantee(*, epsilon: float, sensitivity: float = 1.0, secure: bool = False,

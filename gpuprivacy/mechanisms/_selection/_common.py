@@ -30,11 +30,12 @@ import jax
 import jax.numpy as jnp
 
 from gpuprivacy import noise as _noise
-from gpuprivacy._checks import check_epsilon, check_key, check_positive
+from gpuprivacy._checks import all_ok, check_epsilon, check_key, check_positive, epsilon_ok, fail_closed, positive_ok
 from gpuprivacy._config import require_x64
 from gpuprivacy._typing import Array, Key
 from gpuprivacy._rounding import divide_up
 from gpuprivacy.mechanisms._common import check_bool, check_scores, sanitize, unit_noise
+from gpuprivacy.mechanisms._release import Release
 
 
 NOISE_NAMES = ("gumbel", "laplace", "exponential")
@@ -49,12 +50,15 @@ class SelectionInfo(NamedTuple):
       nonprivate_true_argmax: int32 index of the largest score, first on ties (NOT private).
       nonprivate_true_max: the largest score (NOT private).
       nonprivate_selected_score: the score of the selected candidate (NOT private).
+      valid: False when a traced privacy parameter was invalid; the release is then -1, whatever the
+        scores (fail closed, docs/fail_closed.md). Always True eagerly, where invalid parameters raise.
     """
 
     scale: Array
     nonprivate_true_argmax: Array
     nonprivate_true_max: Array
     nonprivate_selected_score: Array
+    valid: Array = True
 
 
 def _selection_scale(epsilon, sensitivity, monotonic):
@@ -72,6 +76,12 @@ def _check_selection(key, scores, epsilon, sensitivity, monotonic, name="scores"
     monotonic = check_bool("monotonic", monotonic)
     scale = jnp.asarray(_selection_scale(epsilon, sensitivity, monotonic), jnp.float64)
     return key, scores, scale
+
+
+def _selection_release(selected, info, epsilon, sensitivity):
+    """The selection's Release, failed closed when a traced epsilon or sensitivity is invalid."""
+    ok = all_ok(epsilon_ok(epsilon), positive_ok("sensitivity", sensitivity))
+    return Release(fail_closed(selected, ok), info._replace(valid=jnp.asarray(ok)))
 
 
 def _selection_info(scores, selected, scale):

@@ -16,7 +16,7 @@ from gpuprivacy._typing import Array, Key, Scores
 from gpuprivacy.accounting import PureDP
 from gpuprivacy.mechanisms._common import check_bool, check_scores, sanitize
 from gpuprivacy.mechanisms._release import Release
-from gpuprivacy.mechanisms._selection._common import _check_selection, _noisy_argmax, _selection_scale
+from gpuprivacy.mechanisms._selection._common import _check_selection, _noisy_argmax, _selection_scale, _selection_release
 
 
 def exponential_mechanism(key: Key, utilities: Scores, *, epsilon: float, sensitivity: float = 1.0,
@@ -61,7 +61,7 @@ def exponential_mechanism(key: Key, utilities: Scores, *, epsilon: float, sensit
     """
     key, scores, scale = _check_selection(key, utilities, epsilon, sensitivity, monotonic, "utilities")
     selected, info = _noisy_argmax(key, scores, scale, noise="gumbel")
-    return Release(selected, info)
+    return _selection_release(selected, info, epsilon, sensitivity)
 
 
 def exponential_mechanism_guarantee(*, epsilon: float, sensitivity: float = 1.0,

@@ -17,7 +17,7 @@ from gpuprivacy._typing import Array, Key, Scores
 from gpuprivacy.accounting import PureDP
 from gpuprivacy.mechanisms._common import check_bool, check_scores, sanitize
 from gpuprivacy.mechanisms._release import Release
-from gpuprivacy.mechanisms._selection._common import SelectionInfo, _check_selection, _selection_info, _selection_scale
+from gpuprivacy.mechanisms._selection._common import SelectionInfo, _check_selection, _selection_info, _selection_scale, _selection_release
 
 
 @jax.jit
@@ -82,7 +82,7 @@ def permute_and_flip(key: Key, scores: Scores, *, epsilon: float, sensitivity: f
     """
     key, scores, scale = _check_selection(key, scores, epsilon, sensitivity, monotonic)
     selected, info = _permute_and_flip(key, scores, scale)
-    return Release(selected, info)
+    return _selection_release(selected, info, epsilon, sensitivity)
 
 
 def permute_and_flip_guarantee(*, epsilon: float, sensitivity: float = 1.0, monotonic: bool = False) -> PureDP:

@@ -11,7 +11,7 @@ from gpuprivacy._typing import Key, Scores
 from gpuprivacy.accounting import PureDP
 from gpuprivacy.mechanisms._common import check_bool, check_choice
 from gpuprivacy.mechanisms._release import Release
-from gpuprivacy.mechanisms._selection._common import NOISE_NAMES, _check_selection, _noisy_argmax
+from gpuprivacy.mechanisms._selection._common import NOISE_NAMES, _check_selection, _noisy_argmax, _selection_release
 
 
 def report_noisy_max(key: Key, scores: Scores, *, epsilon: float, sensitivity: float = 1.0,
@@ -71,7 +71,7 @@ def report_noisy_max(key: Key, scores: Scores, *, epsilon: float, sensitivity: f
     noise = check_choice("noise", noise, NOISE_NAMES)
     key, scores, scale = _check_selection(key, scores, epsilon, sensitivity, monotonic)
     selected, info = _noisy_argmax(key, scores, scale, noise=noise)
-    return Release(selected, info)
+    return _selection_release(selected, info, epsilon, sensitivity)
 
 
 def report_noisy_max_guarantee(*, epsilon: float, sensitivity: float = 1.0, noise: str = "gumbel",

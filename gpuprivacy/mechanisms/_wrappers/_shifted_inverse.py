@@ -259,6 +259,9 @@ def sens_o_matic(key: Key, data, *, oracle_fn, grid, epsilon: float, beta: float
     if max_depth is not None:
         max_depth = check_int("max_depth", max_depth, minimum=0)
     k = int(y.size)
+    # The guarantee first, from the same validated parameters: no release without a statable guarantee
+    # (a max_depth so small that the cap's delta reaches 1 is refused here, before any noise).
+    sens_o_matic_guarantee(epsilon=epsilon, beta=beta, grid_size=k, max_depth=max_depth)
     lam_s, lam = sens_o_matic_depths(epsilon=epsilon, beta=beta, grid_size=k)
     cap = plan_cap(n, max_depth)
     plan_queries(n, cap, max_queries=max_queries, what="sens_o_matic")  # before any noise (P6)

@@ -1,0 +1,131 @@
+"""Fail closed under jit and vmap: a traced invalid parameter withholds the release, whatever the data.
+
+Eagerly, invalid parameters raise (tests elsewhere). Under ``jax.jit`` or ``jax.vmap`` the eager checks
+see tracers; the mechanisms below then check by value: the release becomes NaN (or -1 for an index)
+that does not depend on the data, ``info.valid`` is False, and ``jax.experimental.checkify`` raises the
+eager message. Before this, ``jit(laplace_mechanism)(epsilon=0.0)`` released inf and ``epsilon=-1.0`` a
+finite number computed with a negative scale.
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax.experimental import checkify
+
+from gpuprivacy import mechanisms as m
+
+BAD_EPSILONS = [0.0, -1.0, float("nan"), float("inf"), -float("inf")]
+SCORES = [jnp.array([0.0, 1.0, 5.0]), jnp.array([9.0, -3.0, 2.0])]  # two datasets
+
+SELECTIONS = {
+    "report_noisy_max_gumbel": lambda key, s, e, d=1.0: m.report_noisy_max(key, s, epsilon=e, sensitivity=d),
+    "report_noisy_max_laplace": lambda key, s, e, d=1.0: m.report_noisy_max(key, s, epsilon=e, sensitivity=d,
+                                                                            noise="laplace"),
+    "report_noisy_max_exponential": lambda key, s, e, d=1.0: m.report_noisy_max(key, s, epsilon=e, sensitivity=d,
+                                                                                noise="exponential"),
+    "exponential_mechanism": lambda key, s, e, d=1.0: m.exponential_mechanism(key, s, epsilon=e, sensitivity=d),
+    "permute_and_flip": lambda key, s, e, d=1.0: m.permute_and_flip(key, s, epsilon=e, sensitivity=d),
+}
+
+
+@pytest.mark.parametrize("epsilon", BAD_EPSILONS)
+def test_laplace_under_jit_withholds_the_release_for_an_invalid_epsilon(key, epsilon):
+    release = jax.jit(lambda e, v: m.laplace_mechanism(key, v, epsilon=e))
+    for value in (1.0, 1e6):  # the withheld release is the same NaN whatever the data
+        out = release(epsilon, value)
+        assert np.isnan(out.value) and not bool(out.info.valid)
+
+
+@pytest.mark.parametrize("sensitivity", [0.0, -2.0, float("nan")])
+def test_laplace_under_jit_withholds_the_release_for_an_invalid_sensitivity(key, sensitivity):
+    out = jax.jit(lambda d: m.laplace_mechanism(key, 1.0, epsilon=1.0, sensitivity=d))(sensitivity)
+    assert np.isnan(out.value) and not bool(out.info.valid)
+
+
+def test_laplace_under_jit_withholds_a_nan_or_infinite_value(key):
+    release = jax.jit(lambda v: m.laplace_mechanism(key, v, epsilon=1.0))
+    for value in (jnp.nan, jnp.inf, jnp.array([1.0, jnp.nan])):
+        out = release(value)
+        assert np.isnan(np.asarray(out.value)).all() and not bool(out.info.valid)
+
+
+def test_valid_parameters_release_exactly_what_eager_releases(key):
+    eager = m.laplace_mechanism(key, 2.0, epsilon=0.5)
+    traced = jax.jit(lambda e: m.laplace_mechanism(key, 2.0, epsilon=e))(0.5)
+    assert float(traced.value) == float(eager.value) and bool(traced.info.valid) and eager.info.valid
+    for name, fn in SELECTIONS.items():
+        eager = fn(key, SCORES[0], 0.7)
+        traced = jax.jit(lambda e, fn=fn: fn(key, SCORES[0], e))(0.7)
+        assert int(traced.value) == int(eager.value) and bool(traced.info.valid), name
+
+
+@pytest.mark.parametrize("name", list(SELECTIONS))
+@pytest.mark.parametrize("epsilon", BAD_EPSILONS)
+def test_selections_under_jit_withhold_the_index(key, name, epsilon):
+    fn = SELECTIONS[name]
+    outs = [jax.jit(lambda e, s=s: fn(key, s, e))(epsilon) for s in SCORES]
+    assert all(int(o.value) == -1 and not bool(o.info.valid) for o in outs)
+
+
+@pytest.mark.parametrize("name", list(SELECTIONS))
+def test_selections_under_vmap_fail_closed_per_trial(key, name):
+    fn = SELECTIONS[name]
+    epsilons = jnp.array([1.0, 0.0, -1.0, 2.0])
+    out = jax.vmap(lambda e: fn(key, SCORES[0], e))(epsilons)
+    np.testing.assert_array_equal(np.asarray(out.info.valid), [True, False, False, True])
+    assert (np.asarray(out.value)[1:3] == -1).all() and (np.asarray(out.value)[[0, 3]] >= 0).all()
+    sens = jax.vmap(lambda d: fn(key, SCORES[0], 1.0, d))(jnp.array([1.0, 0.0]))
+    np.testing.assert_array_equal(np.asarray(sens.info.valid), [True, False])
+
+
+def test_laplace_under_vmap_fails_closed_per_trial(key):
+    out = jax.vmap(lambda e: m.laplace_mechanism(key, 3.0, epsilon=e))(jnp.array([1.0, 0.0, -1.0]))
+    valid = np.asarray(out.info.valid)
+    np.testing.assert_array_equal(valid, [True, False, False])
+    assert np.isfinite(np.asarray(out.value)[0]) and np.isnan(np.asarray(out.value)[1:]).all()
+
+
+def test_checkify_raises_the_eager_message(key):
+    checked = checkify.checkify(jax.jit(lambda e: m.laplace_mechanism(key, 1.0, epsilon=e).value),
+                                errors=checkify.user_checks)
+    error, _ = checked(-1.0)
+    with pytest.raises(checkify.JaxRuntimeError, match="epsilon must be finite and > 0, got -1.0"):
+        error.throw()
+    error, _ = checked(1.0)
+    assert error.get() is None
+    checked = checkify.checkify(jax.jit(lambda e: m.report_noisy_max(key, SCORES[0], epsilon=e).value),
+                                errors=checkify.user_checks)
+    error, _ = checked(0.0)
+    with pytest.raises(checkify.JaxRuntimeError, match="epsilon must be finite and > 0"):
+        error.throw()
+
+
+def test_calibrated_mechanisms_refuse_traced_parameters(key):
+    # The Gaussian calibrates sigma in Python (Balle-Wang, mpmath): a traced epsilon cannot be checked or
+    # used there, so it is refused at trace time: closed, with the eager message.
+    with pytest.raises(TypeError, match="needs a concrete epsilon"):
+        jax.jit(lambda e: m.gaussian_mechanism(key, 1.0, epsilon=e, delta=1e-6))(1.0)
+
+
+def test_the_withheld_release_is_a_power_check_of_this_file(key):
+    # The positive control: the same jitted call with a valid epsilon releases a finite value, so the NaN
+    # above comes from the check, not from the jit.
+    out = jax.jit(lambda e: m.laplace_mechanism(key, 1.0, epsilon=e))(1.0)
+    assert np.isfinite(float(out.value)) and bool(out.info.valid)
+
+
+def test_sens_o_matic_refuses_a_release_whose_guarantee_cannot_be_stated(key, monkeypatch):
+    # Before: the release drew noise and returned while sens_o_matic_guarantee raised "delta >= 1".
+    from gpuprivacy import oracle
+    from gpuprivacy.mechanisms import wrappers
+    from gpuprivacy.mechanisms._wrappers import _shifted_inverse
+
+    drawn = []
+    monkeypatch.setattr(_shifted_inverse, "_som_depth", lambda *a, **k: drawn.append(1))
+    params = dict(epsilon=1.0, beta=0.5, max_depth=1)
+    with pytest.raises(ValueError, match="delta"):
+        wrappers.sens_o_matic_guarantee(grid_size=5, **params)
+    with pytest.raises(ValueError, match="delta"):
+        wrappers.sens_o_matic(key, np.linspace(0, 1, 8), oracle_fn=oracle.mean, grid=np.linspace(0, 1, 5), **params)
+    assert not drawn  # refused before any noise
