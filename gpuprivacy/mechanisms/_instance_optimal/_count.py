@@ -14,7 +14,7 @@ from gpuprivacy._typing import Key
 from gpuprivacy.accounting import PureDP
 from gpuprivacy.mechanisms._instance_optimal._dataset_checks import pure_guarantee
 from gpuprivacy.mechanisms._instance_optimal._local_bounds_type import LocalBounds
-from gpuprivacy.mechanisms._instance_optimal._piecewise_laplace import PiecewiseLaplaceInfo, _sample_kernel
+from gpuprivacy.mechanisms._instance_optimal._piecewise_laplace import _sample_kernel, piecewise_release
 from gpuprivacy.mechanisms._instance_optimal._statistic_bounds import count_bounds
 from gpuprivacy.mechanisms._release import Release
 
@@ -26,7 +26,7 @@ def _count_release(key, count, epsilon, pieces, mechanism):
     bounds = LocalBounds(count + levels, jnp.maximum(count - levels, 0.0), one, one, jnp.asarray(jnp.inf),
                          jnp.zeros((), jnp.float64))
     value, center, j = _sample_kernel(key, bounds, epsilon, jnp.zeros((), jnp.float64), mechanism)
-    return Release(value, PiecewiseLaplaceInfo(epsilon, center, j))
+    return piecewise_release(value, epsilon, center, j)
 
 
 def piecewise_laplace_count(key: Key, count: Any, *, epsilon: float) -> Release:

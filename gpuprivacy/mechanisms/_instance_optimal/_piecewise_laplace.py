@@ -38,7 +38,7 @@ import jax
 import jax.numpy as jnp
 
 from gpuprivacy._compat import renamed_keywords
-from gpuprivacy._checks import check_epsilon, check_key
+from gpuprivacy._checks import check_epsilon, check_key, epsilon_ok, fail_closed
 from gpuprivacy._config import require_x64
 from gpuprivacy._typing import Array, Key
 from gpuprivacy.accounting import PureDP
@@ -57,11 +57,14 @@ class PiecewiseLaplaceInfo(NamedTuple):
       epsilon: the privacy parameter (public).
       nonprivate_value: the exact statistic :math:`f(x) = U_0` (NOT private).
       nonprivate_segment: index of the chosen segment (NOT private).
+      valid: False when a traced epsilon was not finite and > 0; the release is then NaN, whatever the
+        data (fail closed, docs/fail_closed.md).
     """
 
     epsilon: Array
     nonprivate_value: Array
     nonprivate_segment: Array
+    valid: Array = True
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -168,7 +171,14 @@ def _sample_kernel(key, bounds: LocalBounds, epsilon, smoothness, mechanism: str
 @functools.partial(jax.jit, static_argnames=("mechanism",))
 def _release(key, bounds, epsilon, smoothness, mechanism):
     value, center, j = _sample_kernel(key, bounds, epsilon, smoothness, mechanism)
-    return Release(value, PiecewiseLaplaceInfo(jnp.asarray(epsilon, jnp.float64), center, j))
+    return piecewise_release(value, epsilon, center, j)
+
+
+def piecewise_release(value, epsilon, center, j) -> Release:
+    """The Release of every PLM / INV kernel, withheld (NaN) when the traced epsilon is invalid (fail closed)."""
+    ok = epsilon_ok(epsilon)
+    return Release(fail_closed(value, ok), PiecewiseLaplaceInfo(jnp.asarray(epsilon, jnp.float64), center, j,
+                                                                jnp.asarray(ok)))
 
 
 def release_from_bounds(key, bounds, epsilon, smoothness, mechanism) -> Release:

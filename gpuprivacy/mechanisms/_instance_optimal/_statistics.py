@@ -27,7 +27,7 @@ from gpuprivacy.mechanisms._instance_optimal._dataset_checks import (
     quantile_rank,
     sort_rows,
 )
-from gpuprivacy.mechanisms._instance_optimal._piecewise_laplace import PiecewiseLaplaceInfo, _sample_kernel
+from gpuprivacy.mechanisms._instance_optimal._piecewise_laplace import _sample_kernel, piecewise_release
 from gpuprivacy.mechanisms._instance_optimal._statistic_bounds import (
     _clipped_mean_bounds,
     _order_statistic_bounds,
@@ -43,7 +43,7 @@ def _statistic_release(key, data, epsilon, lower, upper, statistic, rank, pieces
     else:
         bounds = _clipped_mean_bounds(x, lower, upper)
     value, center, j = _sample_kernel(key, bounds, epsilon, jnp.zeros((), jnp.float64), mechanism)
-    return Release(value, PiecewiseLaplaceInfo(epsilon, center, j))
+    return piecewise_release(value, epsilon, center, j)
 
 
 def _run(key, data, epsilon, lower, upper, clip, statistic, mechanism, *, quantile=None, median=False,
