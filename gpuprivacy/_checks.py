@@ -243,10 +243,18 @@ def all_ok(*conditions: Any) -> Any:
     return out
 
 
-def fail_closed(released: Any, ok: Any) -> Any:
-    """``released`` where ``ok``, else NaN (floating) or -1 (integer): a value that does not depend on the data."""
+def fail_closed(released: Any, ok: Any, withheld: Any = None) -> Any:
+    """``released`` where ``ok``, else ``withheld``: a value that does not depend on the data.
+
+    The default ``withheld`` is NaN for a floating release, -1 for an integer one and False for a
+    boolean one; ``info.valid`` tells a withheld release from a real one.
+    """
     if ok is True:
         return released
     released = jax.numpy.asarray(released)
-    withheld = jax.numpy.nan if jax.numpy.issubdtype(released.dtype, jax.numpy.floating) else -1
+    if withheld is None:
+        if jax.numpy.issubdtype(released.dtype, jax.numpy.floating):
+            withheld = jax.numpy.nan
+        else:
+            withheld = False if released.dtype == jax.numpy.bool_ else -1
     return jax.numpy.where(ok, released, jax.numpy.full(released.shape, withheld, released.dtype))

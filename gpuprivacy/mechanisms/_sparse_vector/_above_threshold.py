@@ -32,11 +32,16 @@ import jax.numpy as jnp
 
 from gpuprivacy import noise as _noise
 from gpuprivacy._checks import (
+    all_ok,
     check_epsilon,
     check_finite_real,
     check_int,
     check_key,
     check_positive,
+    epsilon_ok,
+    fail_closed,
+    finite_ok,
+    positive_ok,
 )
 from gpuprivacy._config import require_x64
 from gpuprivacy._typing import Array, Key
@@ -62,11 +67,14 @@ class AboveThresholdInfo(NamedTuple):
       query_scale: Laplace scale of each query's noise (public).
       nonprivate_true_first_index: int32 index of the first query with
         ``q_i >= threshold`` without noise, or -1 (NOT private).
+      valid: False when a traced epsilon, sensitivity or threshold was invalid; the release is then -2,
+        whatever the queries (fail closed, docs/fail_closed.md).
     """
 
     threshold_scale: Array
     query_scale: Array
     nonprivate_true_first_index: Array
+    valid: Array = True
 
 
 class SparseVectorInfo(NamedTuple):
@@ -81,6 +89,8 @@ class SparseVectorInfo(NamedTuple):
         (a function of the release).
       nonprivate_true_answers: bool ``[num_queries]``, ``q_i >= threshold``
         without noise (NOT private).
+      valid: False when a traced epsilon, sensitivity or threshold was invalid; every answer is then
+        False, whatever the queries (fail closed, docs/fail_closed.md).
     """
 
     threshold_scale: Array
@@ -88,6 +98,7 @@ class SparseVectorInfo(NamedTuple):
     num_positives: Array
     halt_index: Array
     nonprivate_true_answers: Array
+    valid: Array = True
 
 
 @jax.jit
@@ -111,9 +122,12 @@ def _check_sparse_vector(key, queries, threshold, epsilon, sensitivity, monotoni
     require_x64("sparse vector")
     key = check_key(key)
     queries = check_scores(queries, "queries")
-    threshold = jnp.asarray(check_finite_real("threshold", threshold), jnp.float64)
+    threshold = check_finite_real("threshold", threshold)
     epsilon = check_epsilon(epsilon)
     sensitivity = check_positive("sensitivity", sensitivity)
+    # Traced parameters skipped the checks above: checked by value, the release is withheld if they fail.
+    ok = all_ok(epsilon_ok(epsilon), positive_ok("sensitivity", sensitivity), finite_ok("threshold", threshold))
+    threshold = jnp.asarray(threshold, jnp.float64)
     monotonic = check_bool("monotonic", monotonic)
     max_positives = check_int("max_positives", max_positives, minimum=1)
     # epsilon_1 = epsilon / 2: scale Delta / epsilon_1 = 2 Delta / epsilon.
@@ -121,7 +135,7 @@ def _check_sparse_vector(key, queries, threshold, epsilon, sensitivity, monotoni
     # epsilon_2 = epsilon / 2: scale 2 c Delta / epsilon_2 = 4 c Delta / epsilon (half if monotonic).
     query_scale = divide_up(sensitivity, epsilon, multiplier=(2 if monotonic else 4) * max_positives)
     return (key, queries, threshold, jnp.asarray(threshold_scale, jnp.float64),
-            jnp.asarray(query_scale, jnp.float64), jnp.asarray(max_positives, jnp.int32))
+            jnp.asarray(query_scale, jnp.float64), jnp.asarray(max_positives, jnp.int32), ok)
 
 
 def above_threshold(key: Key, queries: Array, *, threshold: float, epsilon: float, sensitivity: float = 1.0,
@@ -171,11 +185,13 @@ def above_threshold(key: Key, queries: Array, *, threshold: float, epsilon: floa
       Privacy <https://arxiv.org/abs/1603.01699>`_, PVLDB 10(6), 2017, Alg. 1 and Thm 2;
       Dwork & Roth, The Algorithmic Foundations of Differential Privacy, 2014, Sec. 3.6.
     """
-    key, queries, threshold, threshold_scale, query_scale, one = _check_sparse_vector(
+    key, queries, threshold, threshold_scale, query_scale, one, ok = _check_sparse_vector(
         key, queries, threshold, epsilon, sensitivity, monotonic, 1)
     _, halt_index, _, _, true_first = _sparse_vector(key, queries, threshold, threshold_scale, query_scale, one)
-    return Release(halt_index, AboveThresholdInfo(threshold_scale=threshold_scale, query_scale=query_scale,
-                                                  nonprivate_true_first_index=true_first))
+    # -2, not -1: -1 is a real answer ("no query above the threshold").
+    return Release(fail_closed(halt_index, ok, withheld=-2),
+                   AboveThresholdInfo(threshold_scale=threshold_scale, query_scale=query_scale,
+                                      nonprivate_true_first_index=true_first, valid=jnp.asarray(ok)))
 
 
 def above_threshold_guarantee(*, epsilon: float, threshold: float | None = None, sensitivity: float = 1.0,
@@ -237,13 +253,13 @@ def sparse_vector(key: Key, queries: Array, *, threshold: float, epsilon: float,
       Lyu, Su & Li, `Understanding the Sparse Vector Technique for Differential
       Privacy <https://arxiv.org/abs/1603.01699>`_, PVLDB 10(6), 2017, Alg. 1 and Thm 2.
     """
-    key, queries, threshold, threshold_scale, query_scale, cutoff = _check_sparse_vector(
+    key, queries, threshold, threshold_scale, query_scale, cutoff, ok = _check_sparse_vector(
         key, queries, threshold, epsilon, sensitivity, monotonic, max_positives)
     answers, halt_index, num_positives, true_answers, _ = _sparse_vector(key, queries, threshold, threshold_scale,
                                                                       query_scale, cutoff)
-    return Release(answers, SparseVectorInfo(threshold_scale=threshold_scale, query_scale=query_scale,
-                                             num_positives=num_positives, halt_index=halt_index,
-                                             nonprivate_true_answers=true_answers))
+    return Release(fail_closed(answers, ok), SparseVectorInfo(
+        threshold_scale=threshold_scale, query_scale=query_scale, num_positives=fail_closed(num_positives, ok, 0),
+        halt_index=fail_closed(halt_index, ok), nonprivate_true_answers=true_answers, valid=jnp.asarray(ok)))
 
 
 def sparse_vector_guarantee(*, epsilon: float, max_positives: int, threshold: float | None = None,
