@@ -9,7 +9,7 @@ from typing import Any, NamedTuple
 import jax
 import numpy as np
 
-from gpuprivacy._checks import check_int, check_key
+from gpuprivacy._checks import check_int, check_key, fail_closed
 from gpuprivacy._typing import Array, Key
 
 
@@ -27,6 +27,22 @@ class Release(NamedTuple):
 
     value: Array
     info: Any
+
+
+def withheld_unless(release: Release, ok: Any) -> Release:
+    """``release``, or, where ``ok`` is False, its withheld form (fail closed, docs/fail_closed.md).
+
+    ``ok`` comes from the traced checks of :mod:`gpuprivacy._checks` (``epsilon_ok``...); it is
+    ``True`` for concrete, already validated parameters, and then the release is returned as is.
+    Every leaf of the value becomes its data-independent withheld constant and ``info.valid`` is set.
+    """
+    if ok is True:
+        return release
+    value = jax.tree.map(lambda leaf: fail_closed(leaf, ok), release.value)
+    info = release.info
+    if "valid" in getattr(info, "_fields", ()):
+        info = info._replace(valid=jax.numpy.asarray(ok))
+    return Release(value, info)
 
 
 def run_trials(mechanism: Callable[..., Release], key: Key, num_trials: int, *args: Any,

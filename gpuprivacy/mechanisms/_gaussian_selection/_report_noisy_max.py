@@ -24,7 +24,8 @@ from gpuprivacy._rounding import divide_up
 from gpuprivacy.mechanisms._common import check_choice, check_scores, unit_noise
 from gpuprivacy.mechanisms._gaussian_selection._bounded_queries import _check_bounded_class, _check_in_range, _check_sigma, _clamp
 from gpuprivacy.mechanisms._release import Release
-from gpuprivacy.mechanisms._selection._common import SelectionInfo, _check_selection, _noisy_argmax, _selection_info
+from gpuprivacy.mechanisms._selection._common import (SelectionInfo, _check_selection, _noisy_argmax, _selection_info,
+                                                      _selection_release)
 from gpuprivacy.mechanisms._selection._report_noisy_max import report_noisy_max
 
 
@@ -209,7 +210,7 @@ def laplace_report_noisy_max(key: Key, scores: Scores, *, epsilon: float, sensit
     key, scores, _ = _check_selection(key, scores, epsilon, sensitivity, False)
     scale = jnp.asarray(_laplace_scale(epsilon, sensitivity, scores.shape[0], calibration), jnp.float64)
     selected, info = _noisy_argmax(key, scores, scale, noise="laplace")
-    return Release(selected, info)
+    return _selection_release(selected, info, epsilon, sensitivity)
 
 
 def laplace_report_noisy_max_guarantee(*, epsilon: float, sensitivity: float = 1.0,

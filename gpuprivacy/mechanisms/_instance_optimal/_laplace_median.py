@@ -7,7 +7,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from gpuprivacy._checks import check_epsilon, check_key
+from gpuprivacy._checks import check_epsilon, check_key, epsilon_ok, fail_closed
 from gpuprivacy._config import require_x64
 from gpuprivacy._typing import Key
 from gpuprivacy.accounting import PureDP
@@ -46,7 +46,9 @@ def laplace_median(key: Key, data: Any, *, epsilon: float, lower: float, upper: 
     lower, upper = check_domain(lower, upper)
     x = check_dataset(data, lower, upper, clip)
     value, med = _laplace_median(key, x, jnp.asarray(epsilon, jnp.float64), lower, upper)
-    return Release(value, LaplaceInfo(jnp.asarray((upper - lower) / epsilon), med))
+    ok = epsilon_ok(epsilon)  # a traced epsilon skipped check_epsilon: withhold the release if it is invalid
+    return Release(fail_closed(value, ok), LaplaceInfo(jnp.asarray((upper - lower) / epsilon), med,
+                                                       valid=jnp.asarray(ok)))
 
 
 @jax.jit

@@ -36,13 +36,13 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from gpuprivacy._checks import check_delta, check_epsilon, check_int, check_key
+from gpuprivacy._checks import check_delta, check_epsilon, check_int, check_key, epsilon_ok
 from gpuprivacy._config import require_x64
 from gpuprivacy._typing import Key
 from gpuprivacy.accounting import ApproxDP, PureDP
 from gpuprivacy.mechanisms._common import check_bool, check_choice
 from gpuprivacy.mechanisms._instance_optimal._dataset_checks import check_dataset, check_domain, median_rank, sort_rows
-from gpuprivacy.mechanisms._release import Release
+from gpuprivacy.mechanisms._release import Release, withheld_unless
 
 SMOOTH_NOISES = ("cauchy", "laplace")
 
@@ -55,12 +55,14 @@ class SmoothSensitivityInfo(NamedTuple):
       nonprivate_smooth_sensitivity: :math:`S^*_\\beta(x)` (NOT private).
       nonprivate_scale: the noise scale :math:`S^*/\\alpha` (NOT private).
       nonprivate_value: the exact median (NOT private).
+      valid: False when a traced epsilon was invalid; the release is then NaN (fail closed).
     """
 
     beta: jax.Array
     nonprivate_smooth_sensitivity: jax.Array
     nonprivate_scale: jax.Array
     nonprivate_value: jax.Array
+    valid: jax.Array = True
 
 
 def smooth_parameters(epsilon: float, noise: str, delta: float | None) -> tuple[float, float]:
@@ -200,8 +202,10 @@ def smooth_sensitivity_median(key: Key, data: Any, *, epsilon: float, lower: flo
     n = x.shape[0]
     K = n if max_distance is None else check_int("max_distance", max_distance, minimum=0)
     alpha, beta = smooth_parameters(epsilon, noise, delta)
-    return _smooth_release(key, x, jnp.asarray(alpha, jnp.float64), jnp.asarray(beta, jnp.float64),
-                           jnp.asarray(lower, jnp.float64), jnp.asarray(upper, jnp.float64), median_rank(n), K, noise)
+    release = _smooth_release(key, x, jnp.asarray(alpha, jnp.float64), jnp.asarray(beta, jnp.float64),
+                              jnp.asarray(lower, jnp.float64), jnp.asarray(upper, jnp.float64), median_rank(n), K,
+                              noise)
+    return withheld_unless(release, epsilon_ok(epsilon))  # a traced epsilon skipped the eager check
 
 
 def smooth_sensitivity_median_guarantee(*, epsilon: float, lower: float, upper: float, clip: bool = False,

@@ -35,12 +35,12 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import gammaincc, gammaln, logsumexp
 
-from gpuprivacy._checks import check_epsilon, check_key, check_positive, is_tracer
+from gpuprivacy._checks import check_epsilon, check_key, check_positive, is_tracer, epsilon_ok
 from gpuprivacy._config import require_x64
 from gpuprivacy._typing import Key
 from gpuprivacy.accounting import PureDP
 from gpuprivacy.mechanisms._common import check_choice
-from gpuprivacy.mechanisms._release import Release
+from gpuprivacy.mechanisms._release import Release, withheld_unless
 
 NORMS = ("l1", "l2")
 _BISECTION_STEPS = 64  # bracket / 2^64: below float64 resolution
@@ -58,6 +58,7 @@ class VectorInfo(NamedTuple):
     epsilon: jax.Array
     nonprivate_value: jax.Array
     nonprivate_radius: jax.Array
+    valid: jax.Array = True
 
 
 def _shells(radii, global_sensitivity, a, d):
@@ -175,7 +176,8 @@ def piecewise_laplace_vector(key: Key, center: Any, radii: Any, *, epsilon: floa
     key = check_key(key)
     epsilon = check_epsilon(epsilon)
     center, radii, gs, norm = _check_vector_inputs(center, radii, global_sensitivity, norm)
-    return _vector_release(key, center, radii, gs, jnp.asarray(epsilon, jnp.float64), norm)
+    release = _vector_release(key, center, radii, gs, jnp.asarray(epsilon, jnp.float64), norm)
+    return withheld_unless(release, epsilon_ok(epsilon))  # a traced epsilon skipped the eager check
 
 
 def piecewise_laplace_vector_guarantee(*, epsilon: float, global_sensitivity: float,

@@ -20,6 +20,10 @@ import mpmath
 import numpy as np
 
 from gpuprivacy._checks import (
+    all_ok,
+    epsilon_ok,
+    fail_closed,
+    traced_ok,
     check_data,
     check_epsilon,
     check_finite_real,
@@ -43,10 +47,15 @@ def nonprivate_median(data) -> float:
 
 
 class ExponentialMedianInfo(NamedTuple):
-    """Info of :func:`exponential_mechanism_median` (``lower``/``upper`` are public)."""
+    """Info of :func:`exponential_mechanism_median` (``lower``/``upper`` are public).
+
+    ``valid`` is False when a traced epsilon or domain was invalid; the release is then NaN, whatever
+    the data (fail closed, docs/fail_closed.md).
+    """
 
     lower: Array
     upper: Array
+    valid: Array = True
 
 
 def _check_exponential_domain(lower, upper):
@@ -123,7 +132,10 @@ def exponential_mechanism_median(key: Key, data, *, epsilon: float, lower: float
     data = check_rows_in_domain(data, lower, upper, clip)
     value = _exponential_median(key, jnp.asarray(data, jnp.float64), jnp.float64(epsilon), jnp.float64(lower),
                                 jnp.float64(upper))
-    return Release(value, ExponentialMedianInfo(lower=jnp.float64(lower), upper=jnp.float64(upper)))
+    ok = all_ok(epsilon_ok(epsilon), traced_ok(jnp.asarray(lower < upper), "lower must be < upper")
+                if is_tracer(lower) or is_tracer(upper) else True)
+    return Release(fail_closed(value, ok), ExponentialMedianInfo(lower=jnp.float64(lower), upper=jnp.float64(upper),
+                                                                 valid=jnp.asarray(ok)))
 
 
 def exponential_mechanism_median_guarantee(*, epsilon: float, lower: float, upper: float,

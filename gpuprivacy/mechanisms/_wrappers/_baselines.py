@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from gpuprivacy._checks import check_epsilon, check_key, check_positive
+from gpuprivacy._checks import check_epsilon, check_key, check_positive, epsilon_ok
 from gpuprivacy._typing import Array, Key
 from gpuprivacy._rounding import divide_up
 from gpuprivacy.accounting import PureDP
-from gpuprivacy.mechanisms._release import Release
+from gpuprivacy.mechanisms._release import Release, withheld_unless
 from gpuprivacy.mechanisms._wrappers._common import (
     build_cache,
     check_common,
@@ -29,6 +29,7 @@ class BaselineInfo(NamedTuple):
 
     noise_scale: float
     nonprivate_num_queries: int
+    valid: Any = True  # False: a traced epsilon was invalid and the release withheld (docs/fail_closed.md)
 
 
 def lipschitz_extension(values: Array, n: int) -> Array:
@@ -105,7 +106,7 @@ def cummings_durfee(key: Key, data, *, oracle_fn, c: float, epsilon: float, capa
                         fill=jnp.float64(0.0), regime="powerset")
     extended = _extension_jit(cache.values, n)[(1 << n) - 1]
     value = c * (extended + laplace(key) * divide_up(1, epsilon))
-    return Release(value, BaselineInfo(c / epsilon, cache.num_queries))
+    return withheld_unless(Release(value, BaselineInfo(c / epsilon, cache.num_queries)), epsilon_ok(epsilon))
 
 
 def white_box_laplace_guarantee(*, epsilon: float, sensitivity: float):
