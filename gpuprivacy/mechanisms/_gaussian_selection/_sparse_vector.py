@@ -29,7 +29,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from gpuprivacy import noise as _noise
-from gpuprivacy._checks import check_delta, check_epsilon, check_int, check_key
+from gpuprivacy._checks import (all_ok, check_delta, check_epsilon, check_int, check_key, epsilon_ok, is_tracer,
+                                traced_ok)
 from gpuprivacy._config import require_x64
 from gpuprivacy._rounding import round_up
 from gpuprivacy._typing import Array, Key
@@ -51,7 +52,7 @@ from gpuprivacy.mechanisms._gaussian_selection._above_threshold import (
     _check_above_threshold_parameters,
 )
 from gpuprivacy.mechanisms._gaussian_selection._bounded_queries import _check_in_range, _clamp
-from gpuprivacy.mechanisms._release import Release
+from gpuprivacy.mechanisms._release import Release, withheld_unless
 
 ZHU_WANG_CONVERSIONS = ("markov", "bbghs")
 _SQRT3 = math.sqrt(3.0)
@@ -77,6 +78,8 @@ class GaussianSparseVectorInfo(NamedTuple):
       delta_used: float64, :math:`\\sum_j \\delta_j` over the runs admitted (the union-bound delta actually
         consumed; in ``paper_mode`` this, not ``delta``, is the valid delta).
       nonprivate_true_answers: bool ``[num_queries]``, ``q_t >= threshold`` without noise (NOT private).
+      valid: False when a traced epsilon or delta was invalid; every answer is then False, whatever the
+        queries (fail closed, docs/fail_closed.md).
     """
 
     sigma_threshold: Array
@@ -87,6 +90,7 @@ class GaussianSparseVectorInfo(NamedTuple):
     halted: Array
     delta_used: Array
     nonprivate_true_answers: Array
+    valid: Array = True
 
 
 def _where_tree(condition, a, b):
@@ -313,7 +317,8 @@ def gaussian_sparse_vector(key: Key, queries: Array, *, threshold: float, sigma_
     run_epsilon = _run_epsilons(run_delta, sigma_threshold, sigma_query, threshold, sensitivity, lower, "markov",
                                 num_queries if query_cap else None)
     # delta_prime / delta_double_prime are Whitehouse-only; FSRC ignores the placeholders 0.5 and 0.0.
-    return _sparse_vector_release(key, queries, parameters, run_epsilon, run_delta, epsilon, 0.5, 0.0, "fsrc")
+    release = _sparse_vector_release(key, queries, parameters, run_epsilon, run_delta, epsilon, 0.5, 0.0, "fsrc")
+    return withheld_unless(release, _budget_ok(epsilon, delta))
 
 
 def gaussian_sparse_vector_guarantee(*, threshold: float, sigma_threshold: float, sigma_query: float,
@@ -415,8 +420,16 @@ def gaussian_sparse_vector_whitehouse(key: Key, queries: Array, *, threshold: fl
     threshold, sigma_threshold, sigma_query, sensitivity, lower, _ = parameters
     run_epsilon = _run_epsilons(run_delta, sigma_threshold, sigma_query, threshold, sensitivity, lower, conversion,
                                 num_queries if query_cap else None)
-    return _sparse_vector_release(key, queries, parameters, run_epsilon, run_delta, epsilon, delta_prime,
-                                  delta_double_prime, "whitehouse")
+    release = _sparse_vector_release(key, queries, parameters, run_epsilon, run_delta, epsilon, delta_prime,
+                                     delta_double_prime, "whitehouse")
+    return withheld_unless(release, all_ok(_budget_ok(epsilon, delta_prime), _budget_ok(epsilon, delta_double_prime)))
+
+
+def _budget_ok(epsilon, delta):
+    """Traced budgets skipped the eager checks: epsilon finite and > 0, delta in (0, 1) (fail closed)."""
+    delta_ok = True if not is_tracer(delta) else traced_ok((delta > 0) & (delta < 1),
+                                                           "delta must lie in (0, 1), got {value}", value=delta)
+    return all_ok(epsilon_ok(epsilon), delta_ok)
 
 
 def gaussian_sparse_vector_whitehouse_guarantee(*, threshold: float, sigma_threshold: float, sigma_query: float,
