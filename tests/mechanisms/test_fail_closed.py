@@ -181,3 +181,24 @@ def test_the_known_open_list_is_exact():
     assert KNOWN_OPEN <= names, KNOWN_OPEN - names
     still_open = {c.name for c in TRACEABLE if c.name in KNOWN_OPEN and not _withheld_or_refused(c, -1.0)}
     assert still_open == KNOWN_OPEN, KNOWN_OPEN - still_open
+
+
+VMAPPABLE = [c for c in TRACEABLE if c.vmappable]
+
+
+@pytest.mark.parametrize("case", VMAPPABLE, ids=[c.name for c in VMAPPABLE])
+def test_every_release_function_under_vmap_withholds_only_the_invalid_trials(case):
+    # A vmapped batch of epsilons: the valid trial releases, the invalid ones are withheld (or the whole
+    # batch is refused at trace time, for mechanisms that calibrate in Python).
+    key = jax.random.key(1)
+    name = "epsilon" if "epsilon" in case.kwargs else "rho"
+    kwargs = {k: v for k, v in case.kwargs.items() if k != name}
+    epsilons = jnp.array([case.kwargs[name], 0.0, -1.0])
+    try:
+        out = jax.vmap(lambda e: case.mechanism(key, case.data, *case.args, **{name: e}, **kwargs))(epsilons)
+    except (TypeError, ValueError):
+        return  # refused at trace time
+    valid = np.asarray(out.info.valid)
+    np.testing.assert_array_equal(valid, [True, False, False])
+    for leaf in jax.tree.leaves(out.value):
+        assert all(_is_withheld_constant(np.asarray(leaf)[i]) for i in (1, 2)), case.name
