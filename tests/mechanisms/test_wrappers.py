@@ -375,15 +375,19 @@ def test_trials_equal_unbatched_calls(key, fn, kwargs):
 
 
 def test_level_layout_and_power_set_layout_agree(key):
-    # eps = 40: lam = 2, so D <= 3 almost surely; a cap of 3 uses the level layout (regime B).
+    # eps = 40: lam = 2, so D <= 4 almost surely; a cap of 4 uses the level layout (regime B) at n = 14.
+    # (A cap of 3 has no statable guarantee here, delta >= 1, and is refused: the release computes its
+    # guarantee first.)
     params = dict(oracle_fn=oracle.median, grid=np.linspace(0, 1, 11), epsilon=40.0, beta=0.1)
-    x = np.random.default_rng(3).uniform(size=10)
-    levels = run_trials(wrappers.sens_o_matic, key, 100, x, max_depth=3, **params)
+    x = np.random.default_rng(3).uniform(size=14)
+    with pytest.raises(ValueError, match="delta"):
+        wrappers.sens_o_matic(key, x, max_depth=3, **params)
+    levels = run_trials(wrappers.sens_o_matic, key, 100, x, max_depth=4, **params)
     full = run_trials(wrappers.sens_o_matic, key, 100, x, **params)
     keep = ~np.asarray(levels.info.nonresponse)
     assert keep.mean() > 0.9
     assert np.asarray(levels.info.nonprivate_num_queries).max() < np.asarray(full.info.nonprivate_num_queries).min()
-    assert np.asarray(full.info.nonprivate_num_queries).min() == 2**10
+    assert np.asarray(full.info.nonprivate_num_queries).min() == 2**14
     assert np.array_equal(np.asarray(levels.value)[keep], np.asarray(full.value)[keep])
 
 
