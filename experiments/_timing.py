@@ -33,3 +33,10 @@ def load_average():
         return [round(x, 2) for x in os.getloadavg()]
     except OSError:  # pragma: no cover
         return [float("nan")] * 3
+
+
+def mode_sizes(args, modes):
+    """``(mode, sizes)``: the sizes of the ``--gpu`` / ``--quick`` / default mode, explicit flags winning."""
+    mode = "gpu" if args.gpu else "quick" if args.quick else "default"
+    return mode, {name: value if getattr(args, name) is None else getattr(args, name)
+                  for name, value in modes[mode].items()}

@@ -42,6 +42,7 @@ import numpy as np
 from scipy import optimize
 
 import gpuprivacy
+from _timing import mode_sizes  # experiments/_timing.py (the script's folder is on sys.path)
 from gpuprivacy import designs, oracle
 from gpuprivacy.mechanisms import blackbox
 
@@ -165,9 +166,7 @@ def main(argv=None):
     parser.add_argument("--scipy-subsets", type=int, default=None, help="default 100 (--quick 20)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    mode_name = "gpu" if args.gpu else "quick" if args.quick else "default"
-    sizes = {name: value if getattr(args, name) is None else getattr(args, name)
-             for name, value in MODES[mode_name].items()}
+    mode_name, sizes = mode_sizes(args, MODES)
     row = run(sizes["n"], sizes["t"], sizes["c"], steps=args.steps, loop_subsets=sizes["loop_subsets"],
               scipy_subsets=sizes["scipy_subsets"])
     meta = {"date": datetime.date.today().isoformat(), "machine": platform.machine(), "cpus": os.cpu_count(),

@@ -36,6 +36,7 @@ import numpy as np
 from scipy import optimize, special
 
 import gpuprivacy
+from _timing import mode_sizes  # experiments/_timing.py (the script's folder is on sys.path)
 from gpuprivacy import accounting
 
 SENSITIVITY, LOWER, UPPER = 1e-3, 0.0, 1.0
@@ -164,9 +165,7 @@ def main(argv=None) -> int:
                         help="grid points timed with the authors' method (default 12, --quick 3)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)
-    mode_name = "gpu" if args.gpu else "quick" if args.quick else "default"
-    sizes = {name: value if getattr(args, name) is None else getattr(args, name)
-             for name, value in MODES[mode_name].items()}
+    mode_name, sizes = mode_sizes(args, MODES)
     result = run(sizes["num_sigma"], sizes["num_d"], sizes["sampled"])
     result["mode"] = mode_name
     if args.json:

@@ -35,7 +35,7 @@ import numpy as np
 
 import gpuprivacy
 from gpuprivacy.mechanisms import instance_optimal as io
-from _timing import best_of, load_average  # experiments/_timing.py (the script's folder is on sys.path)
+from _timing import best_of, load_average, mode_sizes  # experiments/_timing.py (the script's folder is on sys.path)
 
 LOWER, UPPER, EPSILON = 0.0, 1.0, 1.0
 # Sizes per mode: batched datasets, n per dataset, n of the single release, datasets the NumPy loop is timed on.
@@ -139,9 +139,7 @@ def main(argv=None):
     parser.add_argument("--loop-limit", type=int, default=None,
                         help="datasets the NumPy loop is timed on, scaled to all (default 2000, --quick 500)")
     args = parser.parse_args(argv)
-    mode_name = "gpu" if args.gpu else "quick" if args.quick else "default"
-    sizes = {name: value if getattr(args, name) is None else getattr(args, name)
-             for name, value in MODES[mode_name].items()}
+    mode_name, sizes = mode_sizes(args, MODES)
     load_before, loadavg_before = _uptime(), load_average()
     results = [case_batched(sizes["datasets"], sizes["n"], args.repeats, sizes["loop_limit"]),
                case_single(sizes["single_n"], args.repeats)]

@@ -37,7 +37,7 @@ import numpy as np
 
 import gpuprivacy
 from gpuprivacy.mechanisms import median
-from _timing import best_of, load_average  # experiments/_timing.py (the script's folder is on sys.path)
+from _timing import best_of, load_average, mode_sizes  # experiments/_timing.py (the script's folder is on sys.path)
 
 PARAMS = dict(epsilon=1.0, min_density=0.24, radius=1.0, median_bound=10.0, constant=6.0)
 # Sizes per mode: trials, n per trial, n of the single release, trials the NumPy loop is timed on (None: all).
@@ -140,9 +140,7 @@ def main(argv=None):
     parser.add_argument("--loop-limit", type=int, default=None,
                         help="trials the NumPy loop is timed on, scaled to all (default all; --gpu 1000)")
     args = parser.parse_args(argv)
-    mode_name = "gpu" if args.gpu else "quick" if args.quick else "default"
-    sizes = {name: value if getattr(args, name) is None else getattr(args, name)
-             for name, value in MODES[mode_name].items()}
+    mode_name, sizes = mode_sizes(args, MODES)
     load_before, loadavg_before = _uptime(), load_average()
     results = [case_trials(sizes["trials"], sizes["n"], args.repeats, sizes["loop_limit"]),
                case_large(sizes["large_n"], args.repeats)]

@@ -256,8 +256,7 @@ def plan_evaluation(oracle_fn, data, family: SubsetFamily, *, capacity: int, chu
     per_device = min(chunk_size, per_device_needed)
     per_device = max(2, math.ceil(per_device / micro)) * micro  # whole micro-batches, at least two (see apply_oracle)
     num_chunks = math.ceil(per_device_needed / per_device)
-    out = jax.eval_shape(oracle_fn, jax.ShapeDtypeStruct((capacity,) + data.shape[1:], data.dtype),
-                         jax.ShapeDtypeStruct((capacity,), np.dtype(bool)))
+    out = _check_traces(oracle_fn, (capacity,) + data.shape[1:], data.dtype.name)  # traced once, cached
     per_subset_out = sum(int(np.prod(x.shape, dtype=np.int64)) * x.dtype.itemsize for x in jax.tree.leaves(out))
     resident = family.kind in ("kept", "removed") and _family_resident(platform)
     family_bytes = 0
@@ -286,12 +285,15 @@ def _check_fits(plan: EvaluationPlan, family: SubsetFamily, mesh: Mesh) -> None:
 
 
 @functools.lru_cache(maxsize=256)
-def _check_traces(oracle_fn, rows_shape, dtype_name) -> None:
-    """Traces the oracle once on an abstract block, so a broken one fails here with its name, not deep in XLA."""
+def _check_traces(oracle_fn, rows_shape, dtype_name):
+    """Traces the oracle once on an abstract block, so a broken one fails here with its name, not deep in XLA.
+
+    Returns the output's shape structure (cached: the plan reads it without tracing again).
+    """
     rows = jax.ShapeDtypeStruct(rows_shape, np.dtype(dtype_name))
     valid = jax.ShapeDtypeStruct(rows_shape[:1], np.dtype(bool))
     try:
-        jax.eval_shape(oracle_fn, rows, valid)
+        return jax.eval_shape(oracle_fn, rows, valid)
     except Exception as error:  # noqa: BLE001  (any failure to trace is the oracle's, reported with its name)
         name = getattr(oracle_fn, "__qualname__", None) or repr(oracle_fn)
         raise TypeError(f"the oracle {name} cannot be evaluated on a block rows[{', '.join(map(str, rows_shape))}] "

@@ -254,20 +254,27 @@ def _evaluate_powerset_split(oracle, sorted_data, n, capacity, step, micro, mesh
 @functools.lru_cache(maxsize=32)
 def _powerset_split_kernel(oracle, n, capacity, step, micro, run, mesh):
     batches = max(2, -(-step // micro))
-    full = (1 << n) - 1
 
     def per_device(values, sorted_data, chunk):
         device = jax.lax.axis_index(SUBSETS_AXIS).astype(jnp.int64)
         start = device * run + chunk * step
-        masks = (start + jnp.arange(batches * micro, dtype=jnp.int64)) & full  # past 2**n: wrapped, cut later
-        out = apply_oracle(oracle, lambda m: blocks_from_bitmasks(sorted_data, m, n, capacity), masks,
-                           micro_batch=micro)
+        out = _powerset_chunk(oracle, sorted_data, start, n, capacity, batches, micro)
         return jax.lax.dynamic_update_slice(values, out[:step], (chunk * step,))
 
     step_fn = jax.shard_map(per_device, mesh=mesh, in_specs=(PartitionSpec(SUBSETS_AXIS), PartitionSpec(),
                                                              PartitionSpec()),
                             out_specs=PartitionSpec(SUBSETS_AXIS), check_vma=False)
     return jax.jit(step_fn, donate_argnums=0)
+
+
+def _powerset_chunk(oracle, sorted_data, start, n, capacity, batches, micro):
+    """The oracle on masks ``start .. start + batches * micro`` (past 2**n they wrap; callers cut them off).
+
+    The one compiled body of both power-set paths (one device, split), so they agree bit for bit.
+    """
+    masks = (start + jnp.arange(batches * micro, dtype=jnp.int64)) & ((1 << n) - 1)
+    return apply_oracle(oracle, lambda m: blocks_from_bitmasks(sorted_data, m, n, capacity), masks,
+                        micro_batch=micro)
 
 
 def _chunks(total, step):
@@ -300,13 +307,9 @@ def _powerset_kernels(oracle, n, capacity, size, micro):
     wrap around and their values are dropped.
     """
     batches = max(2, -(-size // micro))
-    full = (1 << n) - 1
 
     def chunk_values(sorted_data, start):
-        masks = (start + jnp.arange(batches * micro, dtype=jnp.int64)) & full
-        out = apply_oracle(oracle, lambda m: blocks_from_bitmasks(sorted_data, m, n, capacity), masks,
-                           micro_batch=micro)
-        return out[:size]
+        return _powerset_chunk(oracle, sorted_data, start, n, capacity, batches, micro)[:size]
 
     def write(values, sorted_data, start):
         return jax.lax.dynamic_update_slice(values, chunk_values(sorted_data, start), (start,))

@@ -124,14 +124,17 @@ def _run(args, env=None, timeout=240):
     return subprocess.run([sys.executable, *args], env=base, capture_output=True, text=True, timeout=timeout)
 
 
+def _on_devices(worker, devices, tmp_path):
+    """Runs a worker script on ``devices`` simulated CPU devices; its JSON output."""
+    path = tmp_path / f"{worker}-{devices}.json"
+    proc = _run([str(HERE / f"{worker}.py"), str(path)],
+                env={"XLA_FLAGS": f"--xla_force_host_platform_device_count={devices}", "JAX_PLATFORMS": "cpu"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(path.read_text())
+
+
 def test_results_do_not_depend_on_device_count(tmp_path):
-    outs = {}
-    for devices in (1, 4):
-        path = tmp_path / f"d{devices}.json"
-        proc = _run([str(HERE / "_device_count_worker.py"), str(path)],
-                    env={"XLA_FLAGS": f"--xla_force_host_platform_device_count={devices}", "JAX_PLATFORMS": "cpu"})
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        outs[devices] = json.loads(path.read_text())
+    outs = {devices: _on_devices("_device_count_worker", devices, tmp_path) for devices in (1, 4)}
     assert outs[1]["device_count"] == 1 and outs[4]["device_count"] == 4
     assert outs[1]["values"] == outs[4]["values"]
     # And within one run, chunk sizes agree.
@@ -145,14 +148,7 @@ def test_four_devices_split_the_work_instead_of_repeating_it(tmp_path):
     # loop's trip count, times the chunks) and from the process's CPU time; equal values alone would
     # also hold if every device evaluated every subset (the engine before shard_map did, at 3.8-4.1x
     # the CPU time).
-    runs = {}
-    for devices in (1, 4):
-        path = tmp_path / f"split{devices}.json"
-        proc = _run([str(HERE / "_work_split_worker.py"), str(path)],
-                    env={"XLA_FLAGS": f"--xla_force_host_platform_device_count={devices}", "JAX_PLATFORMS": "cpu"})
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        runs[devices] = json.loads(path.read_text())
-    one, four = runs[1], runs[4]
+    one, four = (_on_devices("_work_split_worker", devices, tmp_path) for devices in (1, 4))
     assert one["device_count"] == 1 and four["device_count"] == 4
     assert one["values"] == four["values"]
     k = one["num_subsets"]
