@@ -9,7 +9,7 @@ from typing import Any, NamedTuple
 import jax
 import numpy as np
 
-from gpuprivacy._checks import check_int, check_key, fail_closed
+from gpuprivacy._checks import check_int, check_key, fail_closed, is_tracer
 from gpuprivacy._typing import Array, Key
 
 
@@ -23,10 +23,65 @@ class Release(NamedTuple):
         ``nonprivate_`` (useful for measuring utility in experiments; never
         publish them). Unprefixed fields are public parameters (noise scales)
         or functions of ``value`` alone.
+      guarantee: what the mathematics proves for this release
+        (:class:`~gpuprivacy.accounting.PureDP`, ``ApproxDP`` or ``ZCDP``),
+        computed by the mechanism's ``*_guarantee`` function from the same
+        validated parameters *before* any noise is drawn, so a release whose
+        guarantee cannot be stated is refused, never returned. It is static
+        PyTree metadata (not a leaf): it survives ``jax.jit``, ``jax.vmap``
+        and :func:`run_trials` unchanged. It is ``None`` only when a privacy
+        parameter is traced (``jax.jit(lambda e: mechanism(..., epsilon=e))``):
+        the value is then unknown while tracing, so state it with the
+        ``*_guarantee`` function for the concrete value (:func:`stated_guarantee`).
     """
 
     value: Array
     info: Any
+    guarantee: Any = None
+
+
+# The guarantee is the treedef's static part, so ``jax.jit``/``jax.vmap``/``jax.eval_shape`` carry it
+# through (a frozen, hashable dataclass) while ``value`` and ``info`` stay the leaves.
+jax.tree_util.register_pytree_node(
+    Release,
+    lambda release: ((release.value, release.info), release.guarantee),
+    lambda guarantee, children: Release(children[0], children[1], guarantee))
+
+
+def stated_guarantee(guarantee_fn: Callable[..., Any], **params: Any) -> Any:
+    """``guarantee_fn(**params)``, the guarantee a mechanism attaches to its :class:`Release`.
+
+    Every mechanism calls this with its own ``*_guarantee`` function and its validated
+    parameters before it draws any noise (one source of truth: the function that
+    documents the guarantee also states it on the release, and refuses parameters
+    whose guarantee is not statable, such as delta >= 1). When a parameter is traced
+    its value is unknown here, so the result is ``None`` and the release's traced
+    checks (docs/fail_closed.md) withhold it if the value turns out invalid.
+    """
+    if any(is_tracer(leaf) for value in params.values() for leaf in jax.tree_util.tree_leaves(value)):
+        return None
+    return guarantee_fn(**params)
+
+
+def guarantee_of(release_fn: Callable[..., Release], *args: Any, **kwargs: Any) -> Any:
+    """The guarantee ``release_fn(*args, **kwargs)`` states, without drawing any noise.
+
+    Traces the call abstractly (``jax.eval_shape``) and reads :attr:`Release.guarantee`, so
+    the auditor registry, the CLI and the sweeps report exactly what the release carries.
+    A mechanism that cannot be traced abstractly (host-routed) is called once instead.
+
+    Raises:
+      ValueError: if the release states no guarantee (a traced privacy parameter).
+    """
+    try:
+        release = jax.eval_shape(lambda: release_fn(*args, **kwargs))
+    except jax.errors.ConcretizationTypeError:
+        release = release_fn(*args, **kwargs)
+    guarantee = getattr(release, "guarantee", None)
+    if guarantee is None:
+        raise ValueError(f"{getattr(release_fn, '__name__', release_fn)!r} returned a release without a "
+                         "guarantee (a privacy parameter was traced); pass concrete privacy parameters.")
+    return guarantee
 
 
 def withheld_unless(release: Release, ok: Any) -> Release:
@@ -42,7 +97,7 @@ def withheld_unless(release: Release, ok: Any) -> Release:
     info = release.info
     if "valid" in getattr(info, "_fields", ()):
         info = info._replace(valid=jax.numpy.asarray(ok))
-    return Release(value, info)
+    return Release(value, info, release.guarantee)
 
 
 def run_trials(mechanism: Callable[..., Release], key: Key, num_trials: int, *args: Any,

@@ -149,6 +149,37 @@ def test_batch_of_keys_is_rejected(key, case):
         call(case, jax.random.split(key, 3))
 
 
+@cases_for("guarantee_on_release")
+def test_release_carries_the_guarantee_its_function_states(key, case):
+    """Release.guarantee is the ``*_guarantee`` function's value for the same parameters (one source of truth).
+
+    Eagerly, under ``jax.jit`` with the parameters closed over (data traced where the case allows) and
+    under ``jax.vmap``: the guarantee is static metadata of the release, never a leaf, so it survives all
+    three unchanged. ``guarantee_of`` reads it without drawing noise.
+    """
+    accepted = inspect.signature(case.guarantee).parameters
+    params = {k: v for k, v in case.kwargs.items() if k in accepted}
+    expected = case.guarantee(**params, **case.guarantee_kwargs)
+    release = call(case, key)
+    assert release.guarantee is not None, f"{case.name} returns a release without its guarantee"
+    assert release.guarantee == expected
+    if case.jittable and case.trace_data:
+        traced = jax.jit(lambda k, d: case.mechanism(k, d, *case.args, **case.kwargs))(
+            key, jax.tree_util.tree_map(jnp.asarray, case.data))
+        assert traced.guarantee == expected
+    if case.vmappable:
+        batched = jax.vmap(lambda k: call(case, k))(jax.random.split(key, 2))
+        assert batched.guarantee == expected
+    assert mechanisms.guarantee_of(case.mechanism, key, case.data, *case.args, **case.kwargs) == expected
+
+
+def test_a_traced_privacy_parameter_gives_a_release_without_a_stated_guarantee(key):
+    out = jax.jit(lambda e: mechanisms.laplace_mechanism(key, 1.0, epsilon=e))(0.5)
+    assert out.guarantee is None
+    with pytest.raises(ValueError, match="without a guarantee"):
+        mechanisms.guarantee_of(jax.jit(lambda e: mechanisms.laplace_mechanism(key, 1.0, epsilon=e)), 0.5)
+
+
 @cases_for("guarantee_keywords")
 def test_guarantee_takes_the_mechanism_keywords(case):
     """One meaning per keyword: a guarantee takes the mechanism's own names for what it depends on.

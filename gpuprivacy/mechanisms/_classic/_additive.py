@@ -31,7 +31,7 @@ from gpuprivacy.mechanisms._common import (
     concrete,
     unit_noise,
 )
-from gpuprivacy.mechanisms._release import Release
+from gpuprivacy.mechanisms._release import Release, stated_guarantee
 
 DEFAULT_GRANULARITY = 2.0**-20
 GAUSSIAN_CALIBRATIONS = ("analytic", "classic")
@@ -167,6 +167,8 @@ def laplace_mechanism(key: Key, value: Array, *, epsilon: float, sensitivity: fl
     epsilon = check_epsilon(epsilon)
     sensitivity = check_positive("sensitivity", sensitivity)
     secure, granularity = _check_secure(secure, granularity)
+    guarantee = stated_guarantee(laplace_mechanism_guarantee, epsilon=epsilon, sensitivity=sensitivity,
+                                 secure=secure, granularity=granularity)
     if secure:
         concrete("epsilon", epsilon, "laplace_mechanism(secure=True)")
         effective = _snapped_l1_sensitivity(sensitivity, granularity, value.size)
@@ -180,7 +182,7 @@ def laplace_mechanism(key: Key, value: Array, *, epsilon: float, sensitivity: fl
     # Traced parameters or data skipped the eager checks: check them by value and withhold the release.
     ok = all_ok(epsilon_ok(epsilon), positive_ok("sensitivity", sensitivity), finite_ok("value", value))
     return Release(fail_closed(released, ok), LaplaceInfo(scale=scale, nonprivate_value=value,
-                                                          valid=jnp.asarray(ok)))
+                                                          valid=jnp.asarray(ok)), guarantee)
 
 
 def laplace_mechanism_guarantee(*, epsilon: float, sensitivity: float = 1.0, secure: bool = False,
