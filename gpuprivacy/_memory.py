@@ -49,3 +49,15 @@ def planning_share(total: int, where: str, is_host: bool) -> tuple[int, str]:
 def gib(nbytes: float) -> str:
     """``nbytes`` as a short human string in GiB (or MiB below 1 GiB)."""
     return f"{nbytes / 2**30:.3g} GiB" if nbytes >= 2**30 else f"{nbytes / 2**20:.3g} MiB"
+
+
+# Bytes one device may hold for one chunk of batched work (trials of a sweep cell): small on a CPU, where
+# a chunk should stay in cache-sized pieces and leave memory to the host, large on an accelerator, where
+# fewer, bigger launches amortise dispatch.
+_CHUNK_BUDGET_BYTES = {"cpu": 1 << 25, "gpu": 1 << 31, "tpu": 1 << 31}
+
+
+def chunk_budget_bytes(platform: str) -> int:
+    """Bytes of one chunk of batched work per device on ``platform`` ("cpu", "gpu", "tpu")."""
+    return _CHUNK_BUDGET_BYTES.get(platform, _CHUNK_BUDGET_BYTES["gpu"])
+

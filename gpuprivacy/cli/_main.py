@@ -87,7 +87,9 @@ def build_parser() -> argparse.ArgumentParser:
     est.add_argument("--epsilon", required=True, type=finite_float("--epsilon", positive=True))
     est.add_argument("--delta", type=_delta)
     est.add_argument("--sensitivity", type=finite_float("--sensitivity", positive=True))
-    est.add_argument("--secure", action="store_true", help="floating-point-safe noise on a 2^-k grid")
+    est.add_argument("--secure", action="store_true",
+                     help="floating-point-safe noise on a 2^-k grid (" + ", ".join(sorted(
+                         name for name, e in ESTIMATORS.items() if "secure" in e.options)) + "; see docs/secure.md)")
     est.add_argument("--seed", type=seed_argument,
                      help="PRNG seed, 0 <= seed < 2**63 (default: fresh OS entropy, printed in --json)")
     est.add_argument("--json", action="store_true", help="print one JSON object")
@@ -108,11 +110,30 @@ def build_parser() -> argparse.ArgumentParser:
     # Every option's default, so that an option a mechanism does not use is refused rather than echoed.
     est.set_defaults(option_defaults={a.dest: a.default for a in est._actions if a.option_strings})
 
-    sweep = sub.add_parser("sweep", help="run a declarative TOML grid, resumably")
-    sweep.add_argument("config", type=Path)
+    sweep = sub.add_parser("sweep", help="run a declarative TOML grid (mechanisms x data x parameters x trials), "
+                                          "resumably")
+    sweep.add_argument("config", type=Path, nargs="?", help="the TOML config (see docs/studies.md)")
     sweep.add_argument("--results", type=Path, help="JSON-lines results file (default results/<config>.jsonl)")
+    sweep.add_argument("--list", action="store_true",
+                       help="list every sweepable mechanism, dataset and metric with its parameters, and exit")
+    sweep.add_argument("--max-trials", type=int, metavar="N", help="cap the trials of every cell (a smoke run)")
+    sweep.add_argument("--chunk", type=int, metavar="T", help="trials per batched call (default: by a byte budget)")
+    sweep.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
+                       help="import a module or a .py file first (it may register mechanisms, datasets, metrics); "
+                            "repeatable")
     sweep.add_argument("--no-progress", action="store_true")
     sweep.add_argument("--json", action="store_true", help="print a JSON summary")
+
+    study = sub.add_parser("study", help="look at sweep results: plots and a Markdown table")
+    study_sub = study.add_subparsers(dest="study_command", required=True)
+    report = study_sub.add_parser("report", help="plots (a metric vs a swept axis, per mechanism, with 95%% "
+                                                 "confidence bands) and a Markdown table, from a results file alone")
+    report.add_argument("results", type=Path, help="the sweep's JSON-lines results file")
+    report.add_argument("--x", help="the swept axis on the horizontal axis (default: the dataset's n if it varies)")
+    report.add_argument("--metric", default=None, help="the metric to plot (default: mae, or selection_accuracy)")
+    report.add_argument("--out", type=Path, help="output folder (default: <results stem>_report next to it)")
+    report.add_argument("--json", action="store_true", help="print a JSON summary")
+    study.set_defaults(handler=cmd_study)
 
     rep = sub.add_parser("reproduce", help="run a bundled study and write a report folder")
     rep.add_argument("name", nargs="?", default="all", help="study name or 'all' (see --list)")
@@ -256,7 +277,8 @@ def _refuse_unused_options(args, estimator) -> None:
                "option (gpuprivacy never ignores one silently).")
     if "--secure" in unused:
         secure = sorted(name for name, e in ESTIMATORS.items() if "secure" in e.options)
-        message += f" A secure (floating-point-safe) release path exists for: {', '.join(secure)}."
+        message += (f" A secure (floating-point-safe) release path exists for: {', '.join(secure)}; docs/secure.md "
+                    "says what it protects against and why the other mechanisms have none.")
     raise ValueError(message)
 
 
@@ -293,12 +315,60 @@ def cmd_estimate(args) -> None:
     _emit(args, payload, text)
 
 
-def cmd_sweep(args) -> None:
-    from gpuprivacy.sweeps import run_sweep
+def _import_extensions(imports) -> None:
+    import importlib
+    import importlib.util
 
-    summary = run_sweep(args.config, results_path=args.results, progress=not args.no_progress)
+    for name in imports:
+        if name.endswith(".py"):
+            path = Path(name)
+            if not path.is_file():
+                raise CliError(f"--import {name}: no such file. Pass a .py file or an importable module name.")
+            spec = importlib.util.spec_from_file_location(path.stem, path)
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+        else:
+            try:
+                importlib.import_module(name)
+            except ImportError as err:
+                raise CliError(f"--import {name}: cannot import it ({err}). Pass an importable module name or "
+                               "the path of a .py file.") from None
+
+
+def cmd_sweep(args) -> None:
+    from gpuprivacy.sweeps import describe_sweepables, run_sweep
+
+    _import_extensions(args.imports)
+    if args.list:
+        listing = describe_sweepables()
+        lines = []
+        for section in ("mechanisms", "datasets", "metrics"):
+            lines.append(f"{section}:")
+            for name, item in listing[section].items():
+                params = ", ".join(f"{p}={d}" for p, d in item.get("parameters", {}).items())
+                lines.append(f"  {name}({params})  {item['description']}" if params
+                             else f"  {name}  {item['description']}")
+        if listing["not_sweepable"]:
+            lines.append("not sweepable yet:")
+            lines.extend(f"  {name}: {why}" for name, why in listing["not_sweepable"].items())
+        _emit(args, listing, "\n".join(lines))
+        return
+    if args.config is None:
+        raise CliError("give a config file (gpuprivacy sweep CONFIG.toml), or --list to see what can be swept.")
+    if args.max_trials is not None and args.max_trials < 1:
+        raise CliError(f"--max-trials must be >= 1, got {args.max_trials}.")
+    summary = run_sweep(args.config, results_path=args.results, progress=not args.no_progress,
+                        max_trials=args.max_trials, chunk=args.chunk)
     payload = summary._asdict() if hasattr(summary, "_asdict") else dict(summary.__dict__)
-    _emit(args, payload, "\n".join(f"{k}: {v}" for k, v in payload.items()))
+    _emit(args, payload, "\n".join(f"{k}: {v}" for k, v in payload.items() if k != "rows"))
+
+
+def cmd_study(args) -> None:
+    from gpuprivacy.sweeps import study_report
+
+    written = study_report(args.results, x=args.x, metric=args.metric, out_dir=args.out)
+    _emit(args, {k: [str(p) for p in v] if isinstance(v, list) else str(v) for k, v in written.items()},
+          "\n".join(f"wrote {p}" for p in written["files"]))
 
 
 def cmd_reproduce(args) -> None:

@@ -22,6 +22,7 @@ from gpuprivacy.mechanisms._release import Release as Release
 from gpuprivacy.mechanisms._release import run_trials as run_trials
 from gpuprivacy.mechanisms._release import batched_trials as batched_trials
 from gpuprivacy.mechanisms._release import guarantee_of as guarantee_of
+from gpuprivacy.mechanisms._release import batched_implementation as batched_implementation
 from gpuprivacy.mechanisms._release import stated_guarantee as stated_guarantee
 from gpuprivacy.mechanisms._selection._common import NOISE_NAMES as NOISE_NAMES
 from gpuprivacy.mechanisms._selection._common import SelectionInfo as SelectionInfo

@@ -169,6 +169,15 @@ def run_trials(mechanism: Callable[..., Release], key: Key, num_trials: int, *ar
 RUN_TRIALS_HOOK = "__gpuprivacy_run_trials__"
 
 
+def batched_implementation(mechanism: Callable[..., Release]) -> Callable[..., Release] | None:
+    """The batched implementation attached to ``mechanism`` with :func:`batched_trials`, or None.
+
+    Batch engines (``run_trials``, the sweeps) call it as ``implementation(keys, *args,
+    batched_args=..., **kwargs)`` instead of ``jax.vmap`` for mechanisms that cannot be vmapped.
+    """
+    return getattr(mechanism, RUN_TRIALS_HOOK, None)
+
+
 def batched_trials(implementation: Callable[..., Release]) -> Callable[[Callable[..., Release]], Callable[..., Release]]:
     """Decorator: give a mechanism its own batched implementation for :func:`run_trials`.
 

@@ -1,18 +1,9 @@
-"""Lazy access to matplotlib (an optional dependency: ``pip install gpuprivacy[plots]``)."""
+"""Lazy access to matplotlib for the reproductions (one implementation: :mod:`gpuprivacy._plots`)."""
 
 from __future__ import annotations
 
+import functools
 
-def require_matplotlib():
-    """Returns ``(Figure, FigureCanvasAgg)``; raises a clear ImportError without matplotlib.
+from gpuprivacy._plots import require_matplotlib as _require
 
-    Uses the object-oriented API with the Agg canvas, never ``pyplot``, so it
-    neither needs a display nor changes the caller's matplotlib backend.
-    """
-    try:
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
-        from matplotlib.figure import Figure
-    except ImportError as err:
-        raise ImportError("gpuprivacy.reproduce draws its plots with matplotlib, which is not installed. "
-                          "Install it with `pip install gpuprivacy[plots]` (or `pip install matplotlib`).") from err
-    return Figure, FigureCanvasAgg
+require_matplotlib = functools.partial(_require, "gpuprivacy.reproduce")

@@ -35,6 +35,14 @@ from gpuprivacy.sweeps._registry import SweepData as SweepData
 from gpuprivacy.sweeps._registry import SweepParameter as SweepParameter
 from gpuprivacy.sweeps._registry import list_sweep_datasets as list_sweep_datasets
 from gpuprivacy.sweeps._registry import list_sweep_mechanisms as list_sweep_mechanisms
+from gpuprivacy.sweeps._registry import describe_sweepables as describe_sweepables
+from gpuprivacy.sweeps._registry import register_mechanism as register_mechanism
+from gpuprivacy.sweeps._metrics import register_metric as register_metric
+from gpuprivacy.sweeps._metrics import list_metrics as list_metrics
+from gpuprivacy.sweeps._trials import CellTrials as CellTrials
+from gpuprivacy.sweeps._trials import run_cell as run_cell
+from gpuprivacy.sweeps._trials import DataSpec as DataSpec
+from gpuprivacy.sweeps._report import study_report as study_report
 from gpuprivacy.sweeps._registry import register_sweep_dataset as register_sweep_dataset
 from gpuprivacy.sweeps._registry import register_sweep_mechanism as register_sweep_mechanism
 from gpuprivacy.sweeps._results import SweepResultsError as SweepResultsError

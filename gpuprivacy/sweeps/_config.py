@@ -33,7 +33,7 @@ from typing import Any, Mapping, NamedTuple
 from gpuprivacy._checks import check_int
 from gpuprivacy.sweeps import _registry
 
-_TOP_LEVEL = ("name", "description", "seed", "trials", "mechanism", "dataset")
+_TOP_LEVEL = ("name", "description", "seed", "trials", "mechanism", "dataset", "metrics", "coverage_radius")
 _MAX_SEED = 2**63 - 1
 
 
@@ -51,11 +51,15 @@ class SweepCell(NamedTuple):
     dataset: str
     dataset_params: dict
     num_trials: int
+    options: dict = {}  # config-wide options that change the metrics (user metrics, coverage radius)
 
     def canonical(self) -> dict:
         """The parameters that define the cell; ``cell_id`` hashes exactly these."""
-        return {"seed": self.seed, "mechanism": self.mechanism, "mechanism_params": self.mechanism_params,
-                "dataset": self.dataset, "dataset_params": self.dataset_params, "num_trials": self.num_trials}
+        out = {"seed": self.seed, "mechanism": self.mechanism, "mechanism_params": self.mechanism_params,
+               "dataset": self.dataset, "dataset_params": self.dataset_params, "num_trials": self.num_trials}
+        if self.options:  # only when set, so configs without options keep their cell ids
+            out["options"] = self.options
+        return out
 
 
 class SweepPlan(NamedTuple):
@@ -139,18 +143,19 @@ def _describe_parameters(parameters: Mapping[str, _registry.SweepParameter]) -> 
 def _expand_table(source: str, where: str, table: dict, kind: str) -> list[tuple[str, dict]]:
     """[(registered name, canonical params)] for one [mechanism] / [dataset] table."""
     get = _registry.get_mechanism if kind == "mechanism" else _registry.get_dataset
-    known = _registry.list_sweep_mechanisms() if kind == "mechanism" else _registry.list_sweep_datasets()
+    def known():  # only for messages: listing builds every built-in entry
+        return _registry.list_sweep_mechanisms() if kind == "mechanism" else _registry.list_sweep_datasets()
     register = f"gpuprivacy.sweeps.register_sweep_{kind}"
     if "name" not in table:
         raise SweepConfigError(f"{source}: {where} has no 'name' key. Add name = \"<{kind}>\"; known {kind}s: "
-                               f"{', '.join(known) or 'none'}.")
+                               f"{', '.join(known()) or 'none'}.")
     names = _as_list(source, where, "name", table["name"])
     out = []
     for name in names:
         entry = get(name) if isinstance(name, str) else None
         if entry is None:
             raise SweepConfigError(f"{source}: unknown {kind} {name!r} in key 'name' of {where}. Known {kind}s: "
-                                   f"{', '.join(known) or 'none'} (register new ones with {register}).")
+                                   f"{', '.join(known()) or 'none'} (register new ones with {register}).")
         axes: dict[str, list] = {}
         given = {k: v for k, v in table.items() if k != "name"}
         if entry.parameters is None:
@@ -168,6 +173,8 @@ def _expand_table(source: str, where: str, table: dict, kind: str) -> list[tuple
                 spec = entry.parameters[pname]
                 if pname in given:
                     values = _as_list(source, where, pname, given[pname])
+                elif spec.default is _registry.UNSET:
+                    continue  # the function's own default applies
                 elif spec.default is _registry.REQUIRED:
                     example = f" Add e.g. {spec.example}." if spec.example else ""
                     raise SweepConfigError(f"{source}: {where} does not set {pname!r}, which {kind} {name!r} "
@@ -214,8 +221,46 @@ def _check_trials(source: str, raw: dict) -> list[int]:
     return out
 
 
-def expand_config(config: str | os.PathLike | Mapping) -> SweepPlan:
-    """Parses and checks a config and expands its grid (nothing is computed)."""
+def _check_options(source: str, raw: dict) -> dict:
+    from gpuprivacy.sweeps._metrics import list_metrics, user_metric
+
+    options = {}
+    if "metrics" in raw:
+        names = raw["metrics"] if isinstance(raw["metrics"], list) else [raw["metrics"]]
+        for name in names:
+            if not isinstance(name, str) or user_metric(name) is None:
+                raise SweepConfigError(f"{source}: key 'metrics' names {name!r}, which is not a registered metric. "
+                                       f"Registered user metrics: {sorted(set(list_metrics()) - set(_builtin()))} "
+                                       "(built-in metrics are always computed; add yours with "
+                                       "gpuprivacy.sweeps.register_metric).")
+        options["metrics"] = list(names)
+    if "coverage_radius" in raw:
+        value = raw["coverage_radius"]
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or value == float("inf"):
+            raise SweepConfigError(f"{source}: key 'coverage_radius' has the invalid value {value!r}: it must be a "
+                                   "finite number > 0 (coverage = fraction of trials with |error| <= it).")
+        options["coverage_radius"] = float(value)
+    return options
+
+
+def _builtin():
+    from gpuprivacy.sweeps._metrics import BUILTIN_METRICS
+    return BUILTIN_METRICS
+
+
+def _check_pairing(source: str, mech: str, data: str) -> None:
+    mentry, dentry = _registry.get_mechanism(mech), _registry.get_dataset(data)
+    if mentry.kind == "cell" and dentry.kind != "fixed":
+        raise SweepConfigError(f"{source}: mechanism {mech!r} summarises a fixed query vector per cell and cannot "
+                               f"run on dataset {data!r}, which is drawn per trial. Use a fixed dataset (e.g. "
+                               "bikes-daily) or a mechanism run per trial (gpuprivacy sweep --list).")
+
+
+def expand_config(config: str | os.PathLike | Mapping, *, max_trials: int | None = None) -> SweepPlan:
+    """Parses and checks a config and expands its grid (nothing is computed).
+
+    ``max_trials`` caps every cell's trials (a smoke run); capped cells are distinct cells.
+    """
     raw, source, default_name = load_config(config)
     unknown = [k for k in raw if k not in _TOP_LEVEL]
     if unknown:
@@ -226,14 +271,18 @@ def expand_config(config: str | os.PathLike | Mapping) -> SweepPlan:
         raise SweepConfigError(f"{source}: key 'name' must be a non-empty string, got {name!r}.")
     seed = _check_seed(source, raw)
     trials = _check_trials(source, raw)
+    if max_trials is not None:
+        max_trials = check_int("max_trials", max_trials, minimum=1)
+        trials = list(dict.fromkeys(min(t, max_trials) for t in trials))
+    options = _check_options(source, raw)
     mechanisms = [cell for where, t in _tables(source, raw, "mechanism")
                   for cell in _expand_table(source, where, t, "mechanism")]
     datasets = [cell for where, t in _tables(source, raw, "dataset")
                 for cell in _expand_table(source, where, t, "dataset")]
     cells, seen = [], {}
     for (mech, mparams), (data, dparams), num_trials in itertools.product(mechanisms, datasets, trials):
-        canonical = {"seed": seed, "mechanism": mech, "mechanism_params": mparams, "dataset": data,
-                     "dataset_params": dparams, "num_trials": num_trials}
+        _check_pairing(source, mech, data)
+        canonical = SweepCell("", seed, mech, mparams, data, dparams, num_trials, options).canonical()
         try:
             cell_id = cell_id_of(canonical)
         except (TypeError, ValueError) as err:  # a value JSON cannot hold (e.g. NaN)
@@ -243,13 +292,13 @@ def expand_config(config: str | os.PathLike | Mapping) -> SweepPlan:
             raise SweepConfigError(f"{source}: the grid lists the same cell twice: {canonical_json(canonical)}. "
                                    "Remove the repeated value (e.g. 1 and 1.0, or overlapping [[...]] tables).")
         seen[cell_id] = True
-        cells.append(SweepCell(cell_id, seed, mech, mparams, data, dparams, num_trials))
+        cells.append(SweepCell(cell_id, seed, mech, mparams, data, dparams, num_trials, options))
     return SweepPlan(name=name, source=source, seed=seed, cells=cells)
 
 
-def expand_sweep(config: str | os.PathLike | Mapping) -> list[SweepCell]:
+def expand_sweep(config: str | os.PathLike | Mapping, *, max_trials: int | None = None) -> list[SweepCell]:
     """The cells of a config's grid, checked and in order, without computing anything.
 
     Raises the same :class:`SweepConfigError` as :func:`gpuprivacy.sweeps.run_sweep`.
     """
-    return expand_config(config).cells
+    return expand_config(config, max_trials=max_trials).cells

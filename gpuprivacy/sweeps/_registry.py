@@ -24,33 +24,9 @@ from typing import Any, Callable, Mapping, NamedTuple
 import jax
 import numpy as np
 
-
-class _Required:
-    def __repr__(self) -> str:
-        return "REQUIRED"
-
-
-REQUIRED: Any = _Required()
-"""Marks a :class:`SweepParameter` that every config must set."""
+from gpuprivacy.sweeps._parameters import REQUIRED, UNSET, SweepParameter
 
 RESERVED_PARAMETERS = ("sensitivity", "query_max")
-
-
-class SweepParameter(NamedTuple):
-    """One parameter of a sweep mechanism or dataset.
-
-    Attributes:
-      check: validates one concrete value and returns its canonical form
-        (e.g. ``1`` -> ``1.0`` for epsilon); raises ``ValueError`` or
-        ``TypeError`` naming the problem. Runs before any cell is computed.
-      default: value used when a config omits the key; :data:`REQUIRED` if
-        there is none.
-      example: a TOML snippet shown in error messages, e.g. ``"epsilon = [0.1, 1.0]"``.
-    """
-
-    check: Callable[[Any], Any]
-    default: Any = REQUIRED
-    example: str = ""
 
 
 class SweepData(NamedTuple):
@@ -72,16 +48,22 @@ SweepDatasetFn = Callable[[dict], SweepData]
 
 
 class _Entry(NamedTuple):
-    fn: Callable
+    fn: Callable | None
     parameters: Mapping[str, SweepParameter] | None
     description: str
+    # "cell": fn(key, queries, params, num_trials) -> metrics; "release": a public mechanism run by the
+    # study engine (payload: SweepableMechanism). Datasets: "fixed": fn(params) -> SweepData; "drawn": a
+    # distribution drawn on the device per trial (payload: the Distribution).
+    kind: str = "cell"
+    payload: Any = None
 
 
 _MECHANISMS: dict[str, _Entry] = {}
 _DATASETS: dict[str, _Entry] = {}
 
 
-def _register(kind: str, registry: dict, name, fn, parameters, description, replace) -> None:
+def _register(kind: str, registry: dict, name, fn, parameters, description, replace,
+              reserved: tuple = RESERVED_PARAMETERS) -> None:
     if not isinstance(name, str) or not name or name != name.strip():
         raise ValueError(f"a sweep {kind} name must be a non-empty string without surrounding spaces, got {name!r}.")
     if not callable(fn):
@@ -92,9 +74,9 @@ def _register(kind: str, registry: dict, name, fn, parameters, description, repl
             if not isinstance(spec, SweepParameter):
                 raise TypeError(f"parameter {pname!r} of sweep {kind} {name!r} must be a SweepParameter, "
                                 f"got {type(spec).__name__}.")
-            if pname == "name" or (kind == "mechanism" and pname in RESERVED_PARAMETERS):
+            if pname == "name" or (kind == "mechanism" and pname in reserved):
                 raise ValueError(f"sweep {kind} {name!r} may not declare a parameter named {pname!r}: "
-                                 f"'name' and {RESERVED_PARAMETERS} are reserved.")
+                                 f"'name' and {reserved} are reserved.")
     if name in registry and not replace:
         raise ValueError(f"a sweep {kind} named {name!r} is already registered. Pick another name or pass "
                          "replace=True.")
@@ -133,21 +115,137 @@ def register_sweep_dataset(name: str, fn: SweepDatasetFn, *,
                            description: str = "", replace: bool = False) -> None:
     """Makes ``fn(params) -> SweepData`` available as ``[dataset] name = "<name>"``."""
     _register("dataset", _DATASETS, name, fn, parameters, description, replace)
+    _DATASETS[name] = _DATASETS[name]._replace(kind="fixed")
+
+
+def register_mechanism(release: Callable, *, target: str, name: str | None = None, description: str = "",
+                       replace: bool = False) -> str:
+    """Makes a mechanism ``release(key, data, **params) -> Release`` sweepable, in one call.
+
+    Its keyword-only parameters (typed by their annotations) become the config's keys and are
+    checked before any cell runs; the study engine draws each trial's data, runs the mechanism
+    batched on the devices and reports the metrics of :mod:`gpuprivacy.sweeps` against ``target``
+    (``"median"``, ``"quantile"``, ``"clipped-mean"``, ``"argmax"`` or ``"identity"``).
+    Returns the name configs use (default: the function's name in kebab case).
+
+    Examples:
+      >>> import jax.numpy as jnp
+      >>> from gpuprivacy import mechanisms
+      >>> def noisy_mean(key, data, *, epsilon: float, lower: float, upper: float):
+      ...     mean = jnp.mean(jnp.clip(data, lower, upper))
+      ...     return mechanisms.laplace_mechanism(key, mean, epsilon=epsilon,
+      ...                                         sensitivity=(upper - lower) / data.shape[0])
+      >>> register_mechanism(noisy_mean, target="identity", replace=True)
+      'noisy-mean'
+    """
+    from gpuprivacy.sweeps._mechanisms import make_sweepable
+
+    sweepable = make_sweepable(release, target=target, name=name, description=description)
+    # A mechanism run per trial takes its own sensitivity (no dataset-declared constants): nothing reserved.
+    _register("mechanism", _MECHANISMS, sweepable.name, release, sweepable.parameters, sweepable.description,
+              replace, reserved=())
+    _MECHANISMS[sweepable.name] = _MECHANISMS[sweepable.name]._replace(kind="release", payload=sweepable)
+    return sweepable.name
+
+
+def _builtin_mechanisms() -> dict[str, _Entry]:
+    from gpuprivacy.sweeps._mechanisms import builtin_sweepables
+
+    return {name: _Entry(m.release, m.parameters, m.description, "release", m)
+            for name, m in builtin_sweepables().items()}
+
+
+def _distribution_entry(name: str) -> _Entry | None:
+    from gpuprivacy import datasets
+    from gpuprivacy._checks import check_int
+
+    try:
+        dist = datasets.distribution(name)
+    except (ValueError, KeyError):
+        return None
+    parameters = {
+        "n": SweepParameter(lambda v: check_int("n", v, minimum=1), example="n = [100, 1000, 10000]"),
+        "fresh": SweepParameter(_check_fresh, default=True, example="fresh = true"),
+    }
+    for pname, default in dist.parameters.items():
+        parameters[pname] = SweepParameter(_real_checker(pname), default=float(default),
+                                           example=f"{pname} = {float(default)!r}")
+    return _Entry(dist.draw, parameters, dist.description, "drawn", dist)
+
+
+def _check_fresh(value):
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"fresh must be true (a new dataset per trial) or false (one per cell), got {value!r}.")
+    return bool(value)
+
+
+def _real_checker(name):
+    def check(value):
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+            raise TypeError(f"{name} must be a real number, got {value!r}.")
+        value = float(value)
+        if not np.isfinite(value):
+            raise ValueError(f"{name} must be finite, got {value!r}.")
+        return value
+    return check
 
 
 def list_sweep_mechanisms() -> dict[str, str]:
-    """Registered sweep mechanisms, name -> description, sorted by name."""
-    return {name: _MECHANISMS[name].description for name in sorted(_MECHANISMS)}
+    """Sweepable mechanisms, name -> description, sorted by name: registered ones and every built-in."""
+    entries = {**_builtin_mechanisms(), **_MECHANISMS}
+    return {name: entries[name].description for name in sorted(entries)}
 
 
 def list_sweep_datasets() -> dict[str, str]:
-    """Registered sweep datasets, name -> description, sorted by name."""
-    return {name: _DATASETS[name].description for name in sorted(_DATASETS)}
+    """Sweep datasets, name -> description, sorted by name: registered ones and every distribution."""
+    from gpuprivacy import datasets
+
+    entries = {name: description for name, description in datasets.list_distributions().items()}
+    entries.update({name: entry.description for name, entry in _DATASETS.items()})
+    return {name: entries[name] for name in sorted(entries)}
 
 
 def get_mechanism(name: str) -> _Entry | None:
-    return _MECHANISMS.get(name)
+    if name in _MECHANISMS:
+        return _MECHANISMS[name]
+    return _builtin_mechanisms().get(name)
 
 
 def get_dataset(name: str) -> _Entry | None:
-    return _DATASETS.get(name)
+    if name in _DATASETS:
+        return _DATASETS[name]
+    return _distribution_entry(name)
+
+
+def _default_text(spec: SweepParameter) -> str:
+    if spec.default is REQUIRED:
+        return "REQUIRED"
+    return spec.example.split("= ", 1)[-1] if spec.default is UNSET else repr(spec.default)
+
+
+def describe_sweepables() -> dict:
+    """Everything a config can name, for ``gpuprivacy sweep --list [--json]``.
+
+    ``{"mechanisms": {name: {"description", "parameters": {p: default}, "target"}}, "datasets": {...},
+    "metrics": {name: {"description"}}, "not_sweepable": {name: reason}}``; a parameter's default is
+    ``"REQUIRED"`` when a config must set it.
+    """
+    from gpuprivacy.sweeps._mechanisms import NOT_SWEEPABLE
+    from gpuprivacy.sweeps._metrics import list_metrics
+
+    mechanisms = {}
+    for name, description in list_sweep_mechanisms().items():
+        entry = get_mechanism(name)
+        item = {"description": description,
+                "parameters": {p: _default_text(s) for p, s in (entry.parameters or {}).items()}}
+        if entry.kind == "release":
+            item["target"] = entry.payload.target
+        mechanisms[name] = item
+    datasets = {}
+    for name, description in list_sweep_datasets().items():
+        entry = get_dataset(name)
+        datasets[name] = {"description": description, "kind": "drawn per trial" if entry.kind == "drawn" else "fixed",
+                          "parameters": {p: _default_text(s) for p, s in (entry.parameters or {}).items()}}
+    metrics = {name: {"description": description} for name, description in list_metrics().items()}
+    not_sweepable = {name: why for name, why in NOT_SWEEPABLE.items() if name not in mechanisms}
+    return {"mechanisms": mechanisms, "datasets": datasets, "metrics": metrics, "not_sweepable": not_sweepable}

@@ -83,29 +83,7 @@ class ResultsFile:
             os.fsync(fd)
             self.repaired_bytes = len(data) - end
             data = data[:end]
-        seen: dict[str, int] = {}
-        for number, line in enumerate(data.split(b"\n")[:-1] if data else [], start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except ValueError:
-                row = None
-            if not isinstance(row, dict) or not isinstance(row.get("cell_id"), str):
-                raise SweepResultsError(
-                    f"{self.path}, line {number}, is not a sweep results row: {line[:80]!r}. The file may be "
-                    "damaged or not a gpuprivacy results file; move it aside or delete that line, then rerun.")
-            if DIGEST_KEY in row and row[DIGEST_KEY] != row_digest(row):
-                raise SweepResultsError(
-                    f"{self.path}, line {number} (cell {row['cell_id']}): the row was changed after it was written "
-                    "(its digest does not match its content). Restore it, or delete that line to recompute the "
-                    "cell; an edited result is never used.")
-            if row["cell_id"] in seen:
-                raise SweepResultsError(
-                    f"{self.path}, line {number}, repeats cell {row['cell_id']} of line {seen[row['cell_id']]}. "
-                    "Delete one of the two lines; a cell is never counted twice.")
-            seen[row["cell_id"]] = number
-            self.rows.append(row)
+        self.rows = parse_rows(self.path, data)
 
     def append(self, row: dict) -> dict:
         """Writes ``row`` (with its digest) durably and returns it as stored."""
@@ -123,6 +101,49 @@ class ResultsFile:
         if self._fd is not None:
             os.close(self._fd)  # also releases the flock
             self._fd = None
+
+
+def parse_rows(path, data: bytes) -> list[dict]:
+    """The rows of a results file's complete lines, each checked: JSON, its digest, no cell twice."""
+    rows: list[dict] = []
+    seen: dict[str, int] = {}
+    for number, line in enumerate(data.split(b"\n")[:-1] if data else [], start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError:
+            row = None
+        if not isinstance(row, dict) or not isinstance(row.get("cell_id"), str):
+            raise SweepResultsError(
+                f"{path}, line {number}, is not a sweep results row: {line[:80]!r}. The file may be "
+                "damaged or not a gpuprivacy results file; move it aside or delete that line, then rerun.")
+        if DIGEST_KEY in row and row[DIGEST_KEY] != row_digest(row):
+            raise SweepResultsError(
+                f"{path}, line {number} (cell {row['cell_id']}): the row was changed after it was written "
+                "(its digest does not match its content). Restore it, or delete that line to recompute the "
+                "cell; an edited result is never used.")
+        if row["cell_id"] in seen:
+            raise SweepResultsError(
+                f"{path}, line {number}, repeats cell {row['cell_id']} of line {seen[row['cell_id']]}. "
+                "Delete one of the two lines; a cell is never counted twice.")
+        seen[row["cell_id"]] = number
+        rows.append(row)
+    return rows
+
+
+def read_rows(path) -> list[dict]:
+    """The rows of a results file, read-only (no lock, no repair): for reports.
+
+    A partial last line (a run killed mid-write) is ignored; a damaged, edited or repeated row is an
+    error naming its line, exactly as when a sweep resumes.
+    """
+    path = pathlib.Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"results file {str(path)!r} does not exist. Pass the JSON-lines file a sweep "
+                                "wrote (default results/<config stem>.jsonl).")
+    data = path.read_bytes()
+    return parse_rows(path, data[:data.rfind(b"\n") + 1])
 
 
 def _fsync_dir(directory: pathlib.Path) -> None:

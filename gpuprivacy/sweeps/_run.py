@@ -14,7 +14,11 @@ import numpy as np
 
 from gpuprivacy._progress import Progress
 from gpuprivacy.sweeps import _registry
-from gpuprivacy.sweeps._config import SweepCell, canonical_json, expand_config
+from gpuprivacy.mechanisms import guarantee_of
+from gpuprivacy.sweeps._config import SweepCell, SweepConfigError, canonical_json, expand_config
+from gpuprivacy.sweeps._mechanisms import TARGETS
+from gpuprivacy.sweeps._metrics import cell_metrics
+from gpuprivacy.sweeps._trials import DataSpec, run_cell
 from gpuprivacy.sweeps._provenance import environment_info, utc_timestamp
 from gpuprivacy.sweeps._results import ResultsFile, SweepResultsError
 
@@ -69,7 +73,7 @@ def _metrics(cell: SweepCell, raw) -> dict:
 
 
 def run_sweep(config: str | os.PathLike | Mapping, *, results_path: str | os.PathLike | None = None,
-              progress: bool = True) -> SweepSummary:
+              progress: bool = True, max_trials: int | None = None, chunk: int | None = None) -> SweepSummary:
     """Runs every cell of a sweep config that is not yet in its results file.
 
     The config (a TOML path or an equivalent dict; format in
@@ -90,7 +94,11 @@ def run_sweep(config: str | os.PathLike | Mapping, *, results_path: str | os.Pat
       config: path to a TOML file, or a dict with the same structure.
       results_path: the JSON-lines file; default ``results/<config stem>.jsonl``
         (``results/<name>.jsonl`` for a dict) relative to the working directory.
-      progress: show a progress bar on stderr (when it is a terminal).
+      progress: show a progress bar on stderr (when it is a terminal), counting trials, with ETA.
+      max_trials: cap every cell's trials (a smoke run of any config); capped cells are
+        distinct cells with their own ids, so they never mix with full ones.
+      chunk: trials per batched call for the study engine (default: sized by a byte budget);
+        the numbers do not depend on it.
 
     Returns:
       A :class:`SweepSummary`.
@@ -102,7 +110,7 @@ def run_sweep(config: str | os.PathLike | Mapping, *, results_path: str | os.Pat
         holds a row whose parameters do not match its cell id.
     """
     start = time.perf_counter()
-    plan = expand_config(config)
+    plan = expand_config(config, max_trials=max_trials)
     if results_path is None:
         stem = pathlib.Path(config).stem if not isinstance(config, Mapping) else plan.name
         results_path = pathlib.Path("results") / f"{stem}.jsonl"
@@ -121,38 +129,103 @@ def run_sweep(config: str | os.PathLike | Mapping, *, results_path: str | os.Pat
                     f"belongs to {cell.canonical()}. The file was edited or written by an incompatible version; "
                     "move it aside or pass another results_path.")
         todo = [cell for cell in plan.cells if cell.cell_id not in done]
-        with Progress(len(todo), label=f"sweep {plan.name}", enabled=progress) as bar:
+        _check_release_parameters(plan, todo)
+        with Progress(sum(cell.num_trials for cell in todo), label=f"sweep {plan.name}",
+                      enabled=progress) as bar:
             for cell in todo:
-                data_id = canonical_json([cell.dataset, cell.dataset_params])
-                if data_id not in data_cache:
-                    data = _load_data(cell)
-                    data_cache[data_id] = (jnp.asarray(data.queries), data)
-                queries, data = data_cache[data_id]
-                params = dict(cell.mechanism_params, sensitivity=data.sensitivity, query_max=data.query_max)
                 entry = _registry.get_mechanism(cell.mechanism)
                 t0 = time.perf_counter()
-                metrics = _metrics(cell,
-                                   entry.fn(cell_key(cell.seed, cell.cell_id), queries, params, cell.num_trials))
+                if entry.kind == "release":
+                    row = _study_row(cell, entry.payload, chunk, bar)
+                else:
+                    row = _cell_row(cell, entry, data_cache)
+                    bar.update(cell.num_trials)
                 row = {
                     "schema": SCHEMA_VERSION,
                     "cell_id": cell.cell_id,
                     "sweep": plan.name,
                     **cell.canonical(),
-                    "num_queries": int(data.queries.shape[0]),
-                    "sensitivity": data.sensitivity,
-                    "query_max": data.query_max,
-                    "metrics": metrics,
+                    **row,
                     "cell_wall_s": time.perf_counter() - t0,
                     "timestamp": utc_timestamp(),
                     **env,
                 }
                 done[cell.cell_id] = results.append(row)
                 computed += 1
-                bar.update(1)
     rows = [done[cell.cell_id] for cell in plan.cells]
     return SweepSummary(name=plan.name, results_path=results_path, rows=rows, num_cells=len(plan.cells),
                         num_computed=computed, num_skipped=len(plan.cells) - computed,
                         wall_s=time.perf_counter() - start)
+
+
+def _cell_row(cell: SweepCell, entry, data_cache: dict) -> dict:
+    """A cell of a summarising sweep mechanism (``fn(key, queries, params, num_trials)``)."""
+    data_id = canonical_json([cell.dataset, cell.dataset_params])
+    if data_id not in data_cache:
+        data = _load_data(cell)
+        data_cache[data_id] = (jnp.asarray(data.queries), data)
+    queries, data = data_cache[data_id]
+    params = dict(cell.mechanism_params, sensitivity=data.sensitivity, query_max=data.query_max)
+    metrics = _metrics(cell, entry.fn(cell_key(cell.seed, cell.cell_id), queries, params, cell.num_trials))
+    return {"num_queries": int(data.queries.shape[0]), "sensitivity": data.sensitivity,
+            "query_max": data.query_max, "metrics": metrics}
+
+
+def _data_spec(cell: SweepCell) -> DataSpec:
+    entry = _registry.get_dataset(cell.dataset)
+    if entry.kind == "drawn":
+        params = dict(cell.dataset_params)
+        n, fresh = params.pop("n"), params.pop("fresh")
+        return DataSpec(cell.dataset, n, params, distribution=entry.payload, fresh=fresh)
+    data = _load_data(cell)
+    return DataSpec(cell.dataset, int(data.queries.shape[0]), {}, fixed=data.queries, fresh=False)
+
+
+def _study_row(cell: SweepCell, mechanism, chunk, bar) -> dict:
+    """A cell of a public mechanism: its trials run by the study engine (gpuprivacy/sweeps/_trials.py)."""
+    data = _data_spec(cell)
+    trials = run_cell(mechanism, dict(cell.mechanism_params), data, cell_key(cell.seed, cell.cell_id),
+                      cell.num_trials, chunk=chunk, progress=bar)
+    metrics = cell_metrics(trials, cell.mechanism_params, target_kind=TARGETS[mechanism.target].kind,
+                           coverage_radius=cell.options.get("coverage_radius"),
+                           extra=tuple(cell.options.get("metrics", ())))
+    metrics = {k: (float(v) if math.isfinite(v) else None) for k, v in metrics.items()}
+    return {"n": data.n, "guarantee": _guarantee_json(trials.guarantee), "target": mechanism.target,
+            "population_value": trials.population, "chunk": trials.chunk, "devices": trials.devices,
+            "metrics": metrics}
+
+
+def _guarantee_json(guarantee) -> dict | None:
+    if guarantee is None:
+        return None
+    fields = {k: float(v) for k, v in vars(guarantee).items()} if hasattr(guarantee, "__dict__") else {}
+    return {"type": type(guarantee).__name__, **fields}
+
+
+def _check_release_parameters(plan, cells) -> None:
+    """Every distinct (mechanism, parameters) of the study cells is checked by the mechanism itself, before any
+    cell runs: its guarantee is stated abstractly (no noise) on a small dataset, so a value the mechanism refuses
+    (epsilon <= 0, lower >= upper, an unstatable guarantee) is an error naming the cell."""
+    seen = set()
+    for cell in cells:
+        entry = _registry.get_mechanism(cell.mechanism)
+        if entry.kind != "release":
+            continue
+        n = int(cell.dataset_params.get("n", 8)) if _registry.get_dataset(cell.dataset).kind == "drawn" else 8
+        ident = canonical_json([cell.mechanism, cell.mechanism_params, n])
+        if ident in seen:
+            continue
+        seen.add(ident)
+        params = cell.mechanism_params
+        lower, upper = params.get("lower", -math.inf), params.get("upper", math.inf)
+        # A small dataset inside the mechanism's public bounds, so only the parameters can be refused.
+        example = (jnp.full((n,), (lower + upper) / 2, jnp.float64) if math.isfinite(lower) and math.isfinite(upper)
+                   else jnp.linspace(0.0, 1.0, n, dtype=jnp.float64))
+        try:
+            guarantee_of(entry.payload.release, jax.random.key(0), example, **cell.mechanism_params)
+        except (ValueError, TypeError) as err:
+            raise SweepConfigError(f"{plan.source}: the cell {canonical_json(cell.canonical())} is refused by "
+                                   f"{cell.mechanism}: {err}") from None
 
 
 def _load_data(cell: SweepCell) -> _registry.SweepData:

@@ -433,8 +433,10 @@ def test_progress_bar_draws_to_a_terminal(tmp_path, monkeypatch):
 
     tty = FakeTTY()
     monkeypatch.setattr(sys, "stderr", tty)
-    run_sweep(rnm_config(), results_path=tmp_path / "p.jsonl", progress=True)
-    assert "sweep test [" in "".join(tty.text) and "12/12" in "".join(tty.text)
+    summary = run_sweep(rnm_config(), results_path=tmp_path / "p.jsonl", progress=True)
+    total = sum(row["num_trials"] for row in summary.rows)  # the bar counts trials, with an ETA
+    assert "sweep test [" in "".join(tty.text) and f"{total}/{total}" in "".join(tty.text)
+    assert "eta" in "".join(tty.text)
 
 
 KILL_TOML = """

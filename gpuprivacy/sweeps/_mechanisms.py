@@ -1,0 +1,272 @@
+"""Sweepable mechanisms: any public release function ``(key, data, *, params) -> Release`` as a sweep axis.
+
+A :class:`SweepableMechanism` says how the study engine runs a mechanism on one
+trial's data and what it estimates:
+
+* ``release(key, data, **params) -> Release``: the public mechanism itself,
+  unchanged (the engine calls exactly what a curator calls);
+* ``target``: the non-private statistic the release estimates, by name
+  (:data:`TARGETS`): the engine computes it on the same trial's data, and the
+  population value from the data distribution, for the error metrics;
+* ``parameters``: one :class:`~gpuprivacy.sweeps.SweepParameter` per keyword of
+  the mechanism's signature, so a config's typo or wrong type is refused
+  before any cell runs, naming the cell.
+
+Every public release function of :mod:`gpuprivacy.mechanisms` whose data is one
+vector (a sample, a score vector or a query vector) is registered under its
+name in kebab case (``piecewise_laplace_median`` -> ``piecewise-laplace-median``);
+:func:`register_mechanism` adds a user's own in one call.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import math
+from typing import Any, Callable, NamedTuple
+
+import jax.numpy as jnp
+import numpy as np
+
+from gpuprivacy._checks import check_int
+from gpuprivacy.sweeps._parameters import REQUIRED, UNSET, SweepParameter
+
+# Keywords that control how a release is computed, not what it is: never a grid axis.
+_OPERATIONAL = frozenset({"progress", "chunk_size", "max_work", "max_queries", "capacity", "verify_determinism"})
+
+
+def _median(x, params):
+    return jnp.median(x)
+
+
+def _quantile(x, params):
+    # The mechanisms' quantile is the order statistic of rank ceil(q * n) (1-based), as in
+    # Asi & Duchi 2020, Sec. 5; jnp.quantile(method="higher") is a different rank at ties of q * n.
+    n = x.shape[-1]
+    rank = jnp.clip(jnp.ceil(params["quantile"] * n).astype(jnp.int32), 1, n)
+    return jnp.sort(x)[rank - 1]
+
+
+def _clipped_mean(x, params):
+    return jnp.mean(jnp.clip(x, params["lower"], params["upper"]))
+
+
+def _argmax(x, params):
+    return jnp.argmax(x)
+
+
+def _identity(x, params):
+    return x
+
+
+class Target(NamedTuple):
+    """A non-private statistic a release estimates.
+
+    Attributes:
+      statistic: ``(data, params) -> value`` in jnp (runs on the device, per trial).
+      population: ``(distribution, dist_params, params) -> float | None``: the
+        population value where the distribution states one (its median, mean,
+        quantile), else None.
+      kind: "real" (error metrics) or "index" (selection accuracy).
+    """
+
+    statistic: Callable
+    population: Callable
+    kind: str
+
+
+def _population(method: str):
+    def population(distribution, dist_params, params):
+        fn = getattr(distribution, method, None)
+        if fn is None:
+            return None
+        value = fn(params["quantile"], **dist_params) if method == "quantile" else fn(**dist_params)
+        return None if value is None else float(value)
+    return population
+
+
+def _no_population(distribution, dist_params, params):
+    return None
+
+
+TARGETS: dict[str, Target] = {
+    "median": Target(_median, _population("median"), "real"),
+    "quantile": Target(_quantile, _population("quantile"), "real"),
+    "clipped-mean": Target(_clipped_mean, _no_population, "real"),
+    "argmax": Target(_argmax, _no_population, "index"),
+    "identity": Target(_identity, _no_population, "real"),
+}
+
+
+class SweepableMechanism(NamedTuple):
+    """A public mechanism as the study engine runs it (see the module docstring)."""
+
+    name: str
+    release: Callable
+    target: str
+    parameters: dict
+    description: str
+
+
+def kebab(name: str) -> str:
+    return name.replace("_", "-")
+
+
+def _check_real(name: str):
+    def check(value):
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+            raise TypeError(f"{name} must be a real number, got {value!r} ({type(value).__name__}).")
+        value = float(value)
+        if math.isnan(value):
+            raise ValueError(f"{name} must be a number, got NaN.")
+        return value
+    return check
+
+
+def _check_bool(name: str):
+    def check(value):
+        if not isinstance(value, (bool, np.bool_)):
+            raise TypeError(f"{name} must be true or false, got {value!r}.")
+        return bool(value)
+    return check
+
+
+def _check_str(name: str):
+    def check(value):
+        if not isinstance(value, str):
+            raise TypeError(f"{name} must be a string, got {value!r} ({type(value).__name__}).")
+        return value
+    return check
+
+
+def _check_integer(name: str):
+    return lambda value: check_int(name, value)
+
+
+def _checker(name: str, annotation) -> Callable:
+    text = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", str(annotation))
+    base = text.replace(" ", "").replace("|None", "").replace("Optional[", "").rstrip("]")
+    if base == "float":
+        return _check_real(name)
+    if base == "int":
+        return _check_integer(name)
+    if base == "bool":
+        return _check_bool(name)
+    if base == "str":
+        return _check_str(name)
+    raise TypeError(f"parameter {name!r} has type {text!r}, which a sweep config cannot hold (numbers, strings "
+                    "and booleans only).")
+
+
+def signature_parameters(fn: Callable, *, skip: frozenset = frozenset()) -> dict[str, SweepParameter]:
+    """One :class:`SweepParameter` per keyword-only parameter of ``fn`` (typed by its annotation).
+
+    Operational keywords (``progress``, ``chunk_size``, ...) and ``skip`` are left out: the engine
+    decides them. A keyword without a default is required; ``None`` defaults stay ``None``.
+    """
+    out = {}
+    for pname, p in inspect.signature(fn).parameters.items():
+        if p.kind is not inspect.Parameter.KEYWORD_ONLY or pname in _OPERATIONAL or pname in skip:
+            continue
+        check = _checker(pname, p.annotation)
+        default = REQUIRED if p.default is inspect.Parameter.empty else p.default
+        if default is None:
+            check = _allow_none(check)
+        example = f"{pname} = {default!r}" if default not in (REQUIRED, None) else f"{pname} = ..."
+        if isinstance(default, float) and not math.isfinite(default):
+            default = UNSET  # JSON cannot hold it: left out of the cell, the function's default applies
+        out[pname] = SweepParameter(check, default=default, example=example.replace("True", "true")
+                                    .replace("False", "false").replace("'", '"'))
+    return out
+
+
+def _allow_none(check):
+    return lambda value: None if value is None else check(value)
+
+
+def _data_positional(fn: Callable) -> bool:
+    """Whether ``fn`` takes exactly ``(key, data)`` positionally (one data vector)."""
+    positional = [p for p in inspect.signature(fn).parameters.values()
+                  if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    return len(positional) == 2
+
+
+def make_sweepable(release: Callable, *, target: str, name: str | None = None,
+                   description: str = "") -> SweepableMechanism:
+    """A :class:`SweepableMechanism` for ``release(key, data, **params) -> Release``.
+
+    Args:
+      release: the mechanism; its keyword-only parameters become the config's keys.
+      target: what it estimates, one of :data:`TARGETS` (``"median"``, ``"quantile"``,
+        ``"clipped-mean"``, ``"argmax"``, ``"identity"``).
+      name: the config name; default the function's name in kebab case.
+      description: one line for ``gpuprivacy sweep --list``; default the docstring's first line.
+    """
+    if not callable(release):
+        raise TypeError(f"release must be a mechanism (key, data, *, params) -> Release, got {release!r}.")
+    if target not in TARGETS:
+        raise ValueError(f"target must be one of {sorted(TARGETS)}, got {target!r}.")
+    if not _data_positional(release):
+        raise TypeError(f"{getattr(release, '__name__', release)!r} must take (key, data) positionally and its "
+                        "parameters as keywords, like gpuprivacy's mechanisms.")
+    name = kebab(release.__name__) if name is None else name
+    if not description:
+        description = (inspect.getdoc(release) or "").split("\n", 1)[0]
+    return SweepableMechanism(name, release, target, signature_parameters(release), description)
+
+
+def _builtin_table():
+    from gpuprivacy import mechanisms
+    from gpuprivacy.mechanisms import instance_optimal, median
+
+    targets = {
+        "piecewise_laplace_median": "median", "inverse_sensitivity_median": "median",
+        "laplace_median": "median", "smooth_sensitivity_median": "median",
+        "exponential_mechanism_median": "median", "private_median": "median",
+        "piecewise_laplace_quantile": "quantile", "inverse_sensitivity_quantile": "quantile",
+        "piecewise_laplace_clipped_mean": "clipped-mean", "inverse_sensitivity_clipped_mean": "clipped-mean",
+        "report_noisy_max": "argmax", "exponential_mechanism": "argmax", "permute_and_flip": "argmax",
+        "laplace_report_noisy_max": "argmax", "gaussian_report_noisy_max": "argmax",
+        "laplace_mechanism": "identity", "gaussian_mechanism": "identity", "gaussian_mechanism_zcdp": "identity",
+    }
+    out = {}
+    for fname, target in targets.items():
+        fn = None
+        for namespace in (mechanisms, instance_optimal, median):
+            fn = getattr(namespace, fname, None)
+            if fn is not None:
+                break
+        out[kebab(fname)] = make_sweepable(fn, target=target)
+    return out
+
+
+# Public release functions the study engine cannot run yet, with the reason (listed by --list).
+NOT_SWEEPABLE = {
+    "above-threshold": "its release is a stopping index over a query stream; no error metric yet",
+    "sparse-vector": "its release is a vector of stopping indices; no error metric yet",
+    "gaussian-above-threshold": "its release is a stopping index over a query stream; no error metric yet",
+    "gaussian-sparse-vector": "its release is a vector of stopping indices; no error metric yet",
+    "gaussian-sparse-vector-whitehouse": "its release is a vector of stopping indices; no error metric yet",
+    "piecewise-laplace": "takes local-sensitivity bounds (a LocalBounds), not a data vector",
+    "inverse-sensitivity": "takes local-sensitivity bounds (a LocalBounds), not a data vector",
+    "piecewise-laplace-count": "takes a count, not a data vector",
+    "inverse-sensitivity-count": "takes a count, not a data vector",
+    "piecewise-laplace-vector": "takes a center and radii, not one data vector",
+    "sens-o-matic": "takes an oracle and a grid (arrays are not config values yet)",
+    "shifted-inverse": "takes an oracle and a grid (arrays are not config values yet)",
+    "cummings-durfee": "takes an oracle (a function, not a config value yet)",
+    "double-monotonization": "takes an oracle (a function, not a config value yet)",
+    "small-diameter-subset-extension": "takes an oracle (a function, not a config value yet)",
+    "subset-extension": "takes an oracle (a function, not a config value yet)",
+    "tahoe": "takes an oracle (a function, not a config value yet)",
+    "white-box-laplace": "takes an oracle (a function, not a config value yet)",
+    "blackbox-estimate": "takes an oracle and a covering design",
+    "blackbox-estimate-zcdp": "takes an oracle and a covering design",
+    "blackbox-binary": "takes an oracle and a covering design",
+}
+
+
+@functools.lru_cache(maxsize=1)
+def builtin_sweepables() -> dict[str, SweepableMechanism]:
+    """Every built-in sweepable mechanism, by config name."""
+    return _builtin_table()

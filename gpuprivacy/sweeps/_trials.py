@@ -1,0 +1,302 @@
+"""The trials of one sweep cell: data drawn on the device, the mechanism batched, chunked and sharded.
+
+Trial ``i`` of a cell uses ``keys[i]`` with ``keys = jax.random.split(cell_key, num_trials)``;
+it splits its key into a data key and a mechanism key, draws its dataset from the
+data key (``fresh``) or uses the cell's one dataset (``fixed``), and calls the
+public mechanism exactly as a curator would. So a trial's result depends on its
+index and the cell only, never on the chunk size or the number of devices.
+
+Compile once: the privacy and distribution parameters are traced arguments of one
+jitted program per (mechanism, static parameters, data shape, chunk), kept in a
+cache, so a grid over epsilon, sigma or a distribution's scale compiles once.
+Parameters that the mechanism needs concrete (a calibration in mpmath, a string)
+are static; which ones is found by tracing the mechanism once abstractly.
+
+Scale: the trials of a chunk are split over the local devices with ``shard_map``
+over a ``"trials"`` mesh axis, so each device draws and runs only its share; the
+chunk is sized by a byte budget (:func:`gpuprivacy._memory.chunk_budget_bytes`).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import Mesh, PartitionSpec
+
+from gpuprivacy._memory import chunk_budget_bytes
+from gpuprivacy.mechanisms import batched_implementation, guarantee_of
+from gpuprivacy.sweeps._mechanisms import TARGETS, SweepableMechanism
+
+TRIALS_AXIS = "trials"
+# Bytes one trial touches per data value: the draw, a sorted copy, the mechanism's temporaries.
+_BYTES_PER_VALUE = 64
+_MIN_CHUNK = 8
+
+# ("draw" | "mechanism" | "target", what the program depends on...) -> compiled program.
+_PROGRAMS: dict[tuple, Any] = {}
+# (mechanism, static params) -> the float parameters it accepts traced.
+_TRACEABLE: dict[tuple, tuple] = {}
+COMPILE_COUNT = [0]  # programs compiled by this process (for tests and the benchmarks)
+
+
+class DataSpec(NamedTuple):
+    """Where a trial's data comes from.
+
+    ``distribution`` draws ``n`` values from a key with traced ``params``; or ``fixed``
+    holds one array for every trial. ``fresh``: a new draw per trial (else one per cell).
+    """
+
+    name: str
+    n: int
+    params: dict
+    distribution: Any = None
+    fixed: np.ndarray | None = None
+    fresh: bool = True
+
+
+class CellTrials(NamedTuple):
+    """Per-trial results of one cell, on the host.
+
+    Attributes:
+      values: the released values, ``[T, ...]``.
+      targets: the non-private statistic of each trial's data, ``[T, ...]``.
+      valid: whether each trial released (False: withheld, fail closed).
+      guarantee: the releases' guarantee, read off the release.
+      population: the population value of the target, or None.
+      wall_s: seconds spent running the trials (compilation excluded).
+      compile_s: seconds spent compiling programs for this cell (0 when cached).
+      chunk: trials per chunk; devices: local devices the chunks were split over.
+    """
+
+    values: np.ndarray
+    targets: np.ndarray
+    valid: np.ndarray
+    guarantee: Any
+    population: float | None
+    wall_s: float
+    compile_s: float
+    chunk: int
+    devices: int
+
+
+def local_mesh() -> Mesh:
+    """A one-axis mesh named ``"trials"`` over this process's devices."""
+    return Mesh(np.array(jax.local_devices()), (TRIALS_AXIS,))
+
+
+def plan_chunk(n: int, num_trials: int, num_devices: int, platform: str, chunk: int | None = None) -> int:
+    """Trials per chunk: a power of two, a multiple of the devices, within the byte budget per device."""
+    if chunk is not None:
+        if chunk % num_devices:
+            raise ValueError(f"chunk={chunk} must be a multiple of the {num_devices} local devices.")
+        return int(chunk)
+    per_trial = max(1, n) * _BYTES_PER_VALUE
+    per_device = max(_MIN_CHUNK, 1 << max(0, (chunk_budget_bytes(platform) // per_trial).bit_length() - 1))
+    wanted = max(1, -(-num_trials // num_devices))  # no larger than the cell needs
+    per_device = min(per_device, max(_MIN_CHUNK, 1 << (wanted - 1).bit_length()))
+    return per_device * num_devices
+
+
+def _split(params: dict, traceable: tuple) -> tuple[tuple, dict]:
+    static = tuple(sorted((k, v) for k, v in params.items() if k not in traceable))
+    traced = {k: jnp.asarray(v, jnp.float64) for k, v in params.items() if k in traceable}
+    return static, traced
+
+
+def _mechanism_fn(mechanism: SweepableMechanism, static: tuple):
+    """``one(trial_key, x, traced) -> (value, target, valid)``: one trial on its data ``x``."""
+    target = TARGETS[mechanism.target]
+    static_params = dict(static)
+
+    def one(trial_key, x, traced):
+        _, mechanism_key = jax.random.split(trial_key)
+        params = {**static_params, **traced}
+        release = mechanism.release(mechanism_key, x, **params)
+        valid = getattr(release.info, "valid", None)
+        if valid is None:
+            valid = jnp.all(jnp.isfinite(jnp.asarray(release.value, jnp.float64)))
+        return release.value, target.statistic(x, params), jnp.asarray(valid, bool)
+    return one
+
+
+def _draw_fn(data: DataSpec):
+    """``draw(trial_key, dist_params, fixed) -> x``: one trial's data (the first half of its key)."""
+    def draw(trial_key, dist_params, fixed):
+        data_key, _ = jax.random.split(trial_key)
+        if data.distribution is None or not data.fresh:
+            return fixed
+        return data.distribution.draw(data_key, (data.n,), **dist_params)
+    return draw
+
+
+def traceable_parameters(mechanism: SweepableMechanism, params: dict, data: DataSpec, example) -> tuple:
+    """The real parameters that ``mechanism`` accepts traced with these static values (probed once, abstractly)."""
+    reals = tuple(sorted(k for k, v in params.items()
+                         if isinstance(v, float) and not isinstance(v, bool) and np.isfinite(v)))
+    others = tuple(sorted((k, v) for k, v in params.items() if k not in reals))
+    cache_key = (mechanism.name, id(mechanism.release), others, reals)
+    if cache_key not in _TRACEABLE:
+        found: tuple = ()
+        if batched_implementation(mechanism.release) is None and reals:
+            # All of them traced if the mechanism allows it; else each one that it accepts traced alone
+            # (e.g. epsilon, while lower and upper must be concrete), checked together once more.
+            candidates = [reals] + [(name,) for name in reals]
+            accepted = []
+            for names in candidates:
+                if _traces(mechanism, params, data, example, names):
+                    if names == reals:
+                        accepted = list(reals)
+                        break
+                    accepted.append(names[0])
+            if accepted and tuple(accepted) != reals and not _traces(mechanism, params, data, example,
+                                                                     tuple(accepted)):
+                accepted = []
+            found = tuple(sorted(accepted))
+        _TRACEABLE[cache_key] = found
+    return _TRACEABLE[cache_key]
+
+
+def _traces(mechanism, params, data, example, names) -> bool:
+    static, traced = _split(params, names)
+    try:
+        jax.eval_shape(_mechanism_fn(mechanism, static), jax.random.key(0), example, traced)
+    except Exception:  # noqa: BLE001  (the mechanism needs them concrete: they stay static)
+        return False
+    return True
+
+
+def _compiled(cache_key, build, example_args):
+    """The compiled program for ``cache_key`` (built and compiled once), and the seconds compiling it now."""
+    if cache_key in _PROGRAMS:
+        return _PROGRAMS[cache_key], 0.0
+    start = time.perf_counter()
+    program = jax.jit(build()).lower(*example_args).compile()  # compiled ahead, so its time is told apart
+    _PROGRAMS[cache_key] = program
+    COMPILE_COUNT[0] += 1
+    return program, time.perf_counter() - start
+
+
+def _draw_program(data: DataSpec, chunk: int, mesh: Mesh, example_args):
+    """Draws a chunk of trials' datasets, ``[chunk, n]``, each device its own rows. Shared by every mechanism."""
+    cache_key = ("draw", data.name, id(data.distribution), data.n, data.fresh, chunk, _devices(mesh))
+
+    def build():
+        draw = _draw_fn(data)
+
+        def per_device(keys, dist_params, fixed):
+            return jax.vmap(draw, in_axes=(0, None, None))(keys, dist_params, fixed)
+        return jax.shard_map(per_device, mesh=mesh, in_specs=(_SHARDED, _REPLICATED, _REPLICATED),
+                             out_specs=_SHARDED, check_vma=False)
+    return _compiled(cache_key, build, example_args)
+
+
+def _mechanism_program(mechanism, static, traced, n: int, chunk: int, mesh: Mesh, example_args):
+    """Runs a chunk of trials on their datasets, each device its own rows. Shared by every dataset of size n."""
+    cache_key = ("mechanism", mechanism.name, id(mechanism.release), static, tuple(sorted(traced)), n, chunk,
+                 _devices(mesh))
+
+    def build():
+        one = _mechanism_fn(mechanism, static)
+
+        def per_device(keys, x, traced_params):
+            return jax.vmap(one, in_axes=(0, 0, None))(keys, x, traced_params)
+        return jax.shard_map(per_device, mesh=mesh, in_specs=(_SHARDED, _SHARDED, _REPLICATED),
+                             out_specs=(_SHARDED, _SHARDED, _SHARDED), check_vma=False)
+    return _compiled(cache_key, build, example_args)
+
+
+def _target_program(mechanism, static, n: int, chunk: int, mesh: Mesh, example_args):
+    """The target statistic of a chunk of datasets (for mechanisms with their own batched path)."""
+    cache_key = ("target", mechanism.target, static, n, chunk, _devices(mesh))
+    target, static_params = TARGETS[mechanism.target], dict(static)
+
+    def build():
+        def per_device(x):
+            return jax.vmap(lambda row: target.statistic(row, static_params))(x)
+        return jax.shard_map(per_device, mesh=mesh, in_specs=(_SHARDED,), out_specs=_SHARDED, check_vma=False)
+    return _compiled(cache_key, build, example_args)
+
+
+def _devices(mesh: Mesh) -> tuple:
+    return tuple(d.id for d in mesh.devices.flat)
+
+
+_SHARDED, _REPLICATED = PartitionSpec(TRIALS_AXIS), PartitionSpec()
+
+
+def run_cell(mechanism: SweepableMechanism, params: dict, data: DataSpec, cell_key: jax.Array, num_trials: int,
+             *, mesh: Mesh | None = None, chunk: int | None = None, progress=None) -> CellTrials:
+    """Runs ``num_trials`` trials of ``mechanism`` on ``data`` (see the module docstring)."""
+    mesh = local_mesh() if mesh is None else mesh
+    num_devices = mesh.shape[TRIALS_AXIS]
+    platform = mesh.devices.flat[0].platform
+    chunk = plan_chunk(data.n, num_trials, num_devices, platform, chunk)
+    hook = batched_implementation(mechanism.release) is not None
+    dist_params = {k: jnp.asarray(v, jnp.float64) for k, v in data.params.items()}
+    fixed = _fixed_data(data, cell_key)
+    example = fixed if fixed is not None else jnp.zeros((data.n,), jnp.float64)
+    traceable = traceable_parameters(mechanism, params, data, example) if not hook else ()
+    static, traced = _split(params, traceable)
+    guarantee = None
+    if not hook:
+        guarantee = guarantee_of(mechanism.release, jax.random.key(0), example, **params)
+    keys = jax.random.split(cell_key, num_trials)
+    padded = -(-num_trials // chunk) * chunk
+    if padded != num_trials:  # repeat the first keys to fill the last chunk; those trials are dropped
+        keys = jnp.concatenate([keys, jnp.resize(keys, (padded - num_trials,))])
+    fixed_arg = fixed if fixed is not None else jnp.zeros((data.n,), jnp.float64)
+    draw, compile_s = _draw_program(data, chunk, mesh, (keys[:chunk], dist_params, fixed_arg))
+    x_example = jax.ShapeDtypeStruct((chunk, data.n), jnp.float64)
+    if hook:
+        run, seconds = _target_program(mechanism, tuple(sorted(params.items())), data.n, chunk, mesh, (x_example,))
+    else:
+        run, seconds = _mechanism_program(mechanism, static, traced, data.n, chunk, mesh,
+                                          (keys[:chunk], x_example, traced))
+    compile_s += seconds
+    values, targets, valid = [], [], []
+    wall = 0.0
+    for start in range(0, padded, chunk):
+        chunk_keys = keys[start:start + chunk]
+        t0 = time.perf_counter()
+        x = draw(chunk_keys, dist_params, fixed_arg)
+        if hook:
+            target = run(x)
+            release = batched_implementation(mechanism.release)(chunk_keys, x, batched_args=True, **params)
+            guarantee = release.guarantee if guarantee is None else guarantee
+            value = release.value
+            ok = getattr(release.info, "valid", None)
+            ok = np.isfinite(np.asarray(value, np.float64)) if ok is None else ok
+        else:
+            value, target, ok = run(chunk_keys, x, traced)
+        value, target, ok = np.asarray(value), np.asarray(target), np.asarray(ok, bool)
+        wall += time.perf_counter() - t0
+        values.append(value)
+        targets.append(target)
+        valid.append(ok)
+        if progress is not None:
+            progress.update(min(chunk, num_trials - start))
+    population = None
+    if data.distribution is not None:
+        population = TARGETS[mechanism.target].population(data.distribution, data.params, params)
+    return CellTrials(np.concatenate(values)[:num_trials], np.concatenate(targets)[:num_trials],
+                      np.concatenate(valid)[:num_trials], guarantee, population, wall, compile_s, chunk,
+                      num_devices)
+
+
+def _fixed_data(data: DataSpec, cell_key):
+    if data.distribution is None:
+        return jnp.asarray(data.fixed, jnp.float64)
+    if data.fresh:
+        return None
+    # One dataset for the whole cell, from the cell's own data key (independent of the trials' keys).
+    fixed_key = jax.random.fold_in(cell_key, 0x5EED)
+    params = {k: jnp.asarray(v, jnp.float64) for k, v in data.params.items()}
+    cache_key = ("fixed-draw", id(data.distribution), data.n)
+    if cache_key not in _PROGRAMS:
+        distribution, n = data.distribution, data.n
+        _PROGRAMS[cache_key] = jax.jit(lambda key, params: distribution.draw(key, (n,), **params))
+    return _PROGRAMS[cache_key](fixed_key, params)
