@@ -12,11 +12,17 @@ sensitivity in every coordinate (the standard abstraction of Dwork & Roth
   e^epsilon;
 * AboveThreshold / sparse vector: all queries at the threshold on one side
   and shifted by Delta on the other (Lyu, Su & Li 2017, Sec. 3).
+
+Every entry's claim is read off the release it audits (:func:`claim_of`),
+never recomputed from a ``*_guarantee`` function: the auditor checks exactly
+the guarantee the mechanism states on its :class:`~gpuprivacy.mechanisms.Release`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+from typing import Any, Callable
 
 import jax
 import jax.numpy as jnp
@@ -27,13 +33,47 @@ from gpuprivacy.audit._core import AuditableMechanism, neighbours_within
 from gpuprivacy.audit._registry import register
 
 
-def _vmapped_sampler(release_fn):
-    """``sample(key, x, n)`` = values of ``release_fn(key_i, x)`` for n split keys, jitted per (x shape, n)."""
+@dataclasses.dataclass(frozen=True)
+class ReleaseSampler:
+    """The auditor's ``sample(key, x, num_samples)``, kept next to the public release it samples.
+
+    Attributes:
+      release: ``release(key, x) -> Release``, the public mechanism call the entry audits on one
+        dataset ``x`` with one key. The entry's claim is the guarantee this release carries
+        (:func:`claim_of`).
+      draw: ``draw(key, x, num_samples) -> outputs[num_samples, ...]``, the audited output (the
+        release's value or a post-processing of it) for ``num_samples`` keys, batched on the device.
+    """
+
+    release: Callable[[Any, Any], mechanisms.Release]
+    draw: Callable[[Any, Any, int], Any]
+
+    def __call__(self, key, x, num_samples):
+        return self.draw(key, x, num_samples)
+
+
+def claim_of(sampler: ReleaseSampler, example) -> Any:
+    """The guarantee ``sampler.release(key, example)`` states, read off the release without drawing noise.
+
+    :func:`gpuprivacy.mechanisms.guarantee_of` traces the call abstractly (or calls it once for a
+    host-routed mechanism) and returns :attr:`Release.guarantee`. ``example`` is a dataset of the
+    entry (its first worst-case dataset): the guarantee depends on public parameters and shapes only.
+    """
+    return mechanisms.guarantee_of(sampler.release, jax.random.key(0), example)
+
+
+def _value(release):
+    return release.value
+
+
+def _vmapped_sampler(release, output=_value) -> ReleaseSampler:
+    """``draw(key, x, n)`` = ``output(release(key_i, x))`` for n split keys, jitted per (x shape, n)."""
     @functools.partial(jax.jit, static_argnums=2)
     def run(key, x, num_samples):
-        return jax.vmap(lambda k: release_fn(k, x))(jax.random.split(key, num_samples))
+        return jax.vmap(lambda k: output(release(k, x)))(jax.random.split(key, num_samples))
 
-    return lambda key, x, num_samples: run(key, jnp.asarray(x, jnp.float64), int(num_samples))
+    return ReleaseSampler(release, lambda key, x, num_samples: run(key, jnp.asarray(x, jnp.float64),
+                                                                   int(num_samples)))
 
 
 def _shift_neighbour(sensitivity):
@@ -47,13 +87,17 @@ def _random_scores(size, spread=3.0):
     return lambda key: np.asarray(jax.random.uniform(key, (size,), minval=0.0, maxval=spread))
 
 
+def _shift_pairs(sensitivity):
+    return ((np.array([0.0]), np.array([sensitivity])),)
+
+
 def laplace_entry(epsilon=1.0, sensitivity=1.0, secure=False):
     sample = _vmapped_sampler(lambda k, x: mechanisms.laplace_mechanism(
-        k, x[0], epsilon=epsilon, sensitivity=sensitivity, secure=secure).value)
+        k, x[0], epsilon=epsilon, sensitivity=sensitivity, secure=secure))
+    pairs = _shift_pairs(sensitivity)
     return AuditableMechanism(
-        name="laplace-secure" if secure else "laplace", sample=sample,
-        claim=mechanisms.laplace_mechanism_guarantee(epsilon=epsilon, sensitivity=sensitivity, secure=secure),
-        output_kind="real", worst_case_pairs=((np.array([0.0]), np.array([sensitivity])),),
+        name="laplace-secure" if secure else "laplace", sample=sample, claim=claim_of(sample, pairs[0][0]),
+        output_kind="real", worst_case_pairs=pairs,
         random_dataset=_random_scores(1), random_neighbour=_shift_neighbour(sensitivity),
         neighbours=neighbours_within(sensitivity),
         audits=("laplace_mechanism",), description="Laplace mechanism on a scalar query")
@@ -61,12 +105,11 @@ def laplace_entry(epsilon=1.0, sensitivity=1.0, secure=False):
 
 def gaussian_entry(epsilon=1.0, delta=1e-5, sensitivity=1.0, calibration="analytic"):
     sample = _vmapped_sampler(lambda k, x: mechanisms.gaussian_mechanism(
-        k, x[0], epsilon=epsilon, delta=delta, sensitivity=sensitivity, calibration=calibration).value)
+        k, x[0], epsilon=epsilon, delta=delta, sensitivity=sensitivity, calibration=calibration))
+    pairs = _shift_pairs(sensitivity)
     return AuditableMechanism(
-        name=f"gaussian-{calibration}", sample=sample,
-        claim=mechanisms.gaussian_mechanism_guarantee(epsilon=epsilon, delta=delta, sensitivity=sensitivity,
-                                                      calibration=calibration),
-        output_kind="real", worst_case_pairs=((np.array([0.0]), np.array([sensitivity])),),
+        name=f"gaussian-{calibration}", sample=sample, claim=claim_of(sample, pairs[0][0]),
+        output_kind="real", worst_case_pairs=pairs,
         random_dataset=_random_scores(1), random_neighbour=_shift_neighbour(sensitivity),
         neighbours=neighbours_within(sensitivity),
         audits=("gaussian_mechanism",), description="Gaussian mechanism (approximate DP)")
@@ -74,11 +117,11 @@ def gaussian_entry(epsilon=1.0, delta=1e-5, sensitivity=1.0, calibration="analyt
 
 def gaussian_zcdp_entry(rho=0.5, sensitivity=1.0):
     sample = _vmapped_sampler(lambda k, x: mechanisms.gaussian_mechanism_zcdp(
-        k, x[0], rho=rho, sensitivity=sensitivity).value)
+        k, x[0], rho=rho, sensitivity=sensitivity))
+    pairs = _shift_pairs(sensitivity)
     return AuditableMechanism(
-        name="gaussian-zcdp", sample=sample,
-        claim=mechanisms.gaussian_mechanism_zcdp_guarantee(rho=rho, sensitivity=sensitivity),
-        output_kind="real", worst_case_pairs=((np.array([0.0]), np.array([sensitivity])),),
+        name="gaussian-zcdp", sample=sample, claim=claim_of(sample, pairs[0][0]),
+        output_kind="real", worst_case_pairs=pairs,
         random_dataset=_random_scores(1), random_neighbour=_shift_neighbour(sensitivity),
         neighbours=neighbours_within(sensitivity),
         audits=("gaussian_mechanism_zcdp",), description="Gaussian mechanism calibrated to rho-zCDP")
@@ -94,21 +137,20 @@ def _selection_pairs(num_candidates, sensitivity):
 
 def selection_entry(noise="gumbel", epsilon=1.0, sensitivity=1.0, num_candidates=10, literal_pf=False):
     if literal_pf:
-        release = lambda k, x: mechanisms.permute_and_flip(k, x, epsilon=epsilon, sensitivity=sensitivity).value
-        claim = mechanisms.permute_and_flip_guarantee(epsilon=epsilon, sensitivity=sensitivity)
+        release = lambda k, x: mechanisms.permute_and_flip(k, x, epsilon=epsilon, sensitivity=sensitivity)
         name, audits = "permute-and-flip", ("permute_and_flip",)
     elif noise == "em":
-        release = lambda k, x: mechanisms.exponential_mechanism(k, x, epsilon=epsilon, sensitivity=sensitivity).value
-        claim = mechanisms.exponential_mechanism_guarantee(epsilon=epsilon, sensitivity=sensitivity)
+        release = lambda k, x: mechanisms.exponential_mechanism(k, x, epsilon=epsilon, sensitivity=sensitivity)
         name, audits = "exponential-mechanism", ("exponential_mechanism",)
     else:
         release = lambda k, x: mechanisms.report_noisy_max(k, x, epsilon=epsilon, sensitivity=sensitivity,
-                                                           noise=noise).value
-        claim = mechanisms.report_noisy_max_guarantee(epsilon=epsilon, sensitivity=sensitivity, noise=noise)
+                                                           noise=noise)
         name, audits = f"report-noisy-max-{noise}", ("report_noisy_max",)
+    sample = _vmapped_sampler(release)
+    pairs = _selection_pairs(num_candidates, sensitivity)
     return AuditableMechanism(
-        name=name, sample=_vmapped_sampler(release), claim=claim, output_kind="discrete",
-        worst_case_pairs=_selection_pairs(num_candidates, sensitivity),
+        name=name, sample=sample, claim=claim_of(sample, pairs[0][0]), output_kind="discrete",
+        worst_case_pairs=pairs,
         random_dataset=_random_scores(num_candidates), random_neighbour=_shift_neighbour(sensitivity),
         neighbours=neighbours_within(sensitivity),
         output_range_size=num_candidates, audits=audits, description=f"private selection ({name})")
@@ -121,12 +163,12 @@ def _threshold_pairs(num_queries, threshold, sensitivity):
 
 
 def above_threshold_entry(epsilon=1.0, sensitivity=1.0, threshold=0.0, num_queries=5):
-    release = lambda k, x: mechanisms.above_threshold(k, x, threshold=threshold, epsilon=epsilon,
-                                                      sensitivity=sensitivity).value
+    sample = _vmapped_sampler(lambda k, x: mechanisms.above_threshold(k, x, threshold=threshold, epsilon=epsilon,
+                                                                      sensitivity=sensitivity))
+    pairs = _threshold_pairs(num_queries, threshold, sensitivity)
     return AuditableMechanism(
-        name="above-threshold", sample=_vmapped_sampler(release),
-        claim=mechanisms.above_threshold_guarantee(epsilon=epsilon, sensitivity=sensitivity),
-        output_kind="discrete", worst_case_pairs=_threshold_pairs(num_queries, threshold, sensitivity),
+        name="above-threshold", sample=sample, claim=claim_of(sample, pairs[0][0]),
+        output_kind="discrete", worst_case_pairs=pairs,
         random_dataset=lambda key: np.asarray(jax.random.uniform(key, (num_queries,), minval=-2.0, maxval=2.0)),
         random_neighbour=_shift_neighbour(sensitivity),
         neighbours=neighbours_within(sensitivity), output_range_size=num_queries + 1,
@@ -134,13 +176,12 @@ def above_threshold_entry(epsilon=1.0, sensitivity=1.0, threshold=0.0, num_queri
 
 
 def sparse_vector_entry(epsilon=1.0, sensitivity=1.0, threshold=0.0, num_queries=5, max_positives=2):
-    release = lambda k, x: mechanisms.sparse_vector(k, x, threshold=threshold, epsilon=epsilon,
-                                                    max_positives=max_positives, sensitivity=sensitivity).value
+    sample = _vmapped_sampler(lambda k, x: mechanisms.sparse_vector(
+        k, x, threshold=threshold, epsilon=epsilon, max_positives=max_positives, sensitivity=sensitivity))
+    pairs = _threshold_pairs(num_queries, threshold, sensitivity)
     return AuditableMechanism(
-        name="sparse-vector", sample=_vmapped_sampler(release),
-        claim=mechanisms.sparse_vector_guarantee(epsilon=epsilon, sensitivity=sensitivity,
-                                                 max_positives=max_positives),
-        output_kind="discrete", worst_case_pairs=_threshold_pairs(num_queries, threshold, sensitivity),
+        name="sparse-vector", sample=sample, claim=claim_of(sample, pairs[0][0]),
+        output_kind="discrete", worst_case_pairs=pairs,
         random_dataset=lambda key: np.asarray(jax.random.uniform(key, (num_queries,), minval=-2.0, maxval=2.0)),
         random_neighbour=_shift_neighbour(sensitivity),
         neighbours=neighbours_within(sensitivity), output_range_size=2**num_queries,

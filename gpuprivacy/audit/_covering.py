@@ -8,7 +8,9 @@ block, so the oracle values are the slot values themselves. The sampler runs
 exactly the public pipeline: :func:`blackbox.grid_values` and the exact
 order statistics once per dataset (deterministic), then the release kernel
 vmapped over keys (``tests/mechanisms/test_blackbox.py`` checks that it
-equals the public function key by key).
+equals the public function key by key). Each entry's claim is the guarantee
+that public function's release carries on the worst-case dataset
+(:func:`~gpuprivacy.audit._classic.claim_of`, a real call: these estimators are host-routed).
 
 Worst-case pairs (for Algorithm 4.1 of Steinke & Steinke 2025, derived by hand):
 
@@ -29,6 +31,7 @@ import jax
 import numpy as np
 
 from gpuprivacy import designs, oracle
+from gpuprivacy.audit._classic import ReleaseSampler, claim_of
 from gpuprivacy.audit._core import neighbours_empty_slot, AuditableMechanism
 from gpuprivacy.audit._registry import register
 from gpuprivacy.designs import required_t, zcdp_search_parameters
@@ -48,17 +51,27 @@ def _order_statistics(x, design, cap, lower, upper, resolution, oracle_fn=oracle
     return blackbox.order_statistics_for(values.indices, design, cap=cap)
 
 
-def _sampler(release, design, cap, lower, upper, resolution, oracle_fn=oracle.mean):
-    """sample(key, x, n): F once per dataset, then ``release(key_i, F)`` for n split keys (vmapped)."""
+def _sampler(kernel, public, design, cap, lower, upper, resolution, oracle_fn=oracle.mean) -> ReleaseSampler:
+    """The public release on a slot vector, and its vectorised sampler over the release kernel.
+
+    ``draw(key, x, n)``: F once per dataset, then ``kernel(key_i, F)`` (the released grid index) for n
+    split keys, vmapped. ``release(key, x)``: ``public(key, data, present)``, the public estimator on
+    the same slots, whose guarantee is the entry's claim.
+    """
     @functools.partial(jax.jit, static_argnums=(2,))
     def draw(key, f, num_samples):
-        return jax.vmap(lambda k: release(k, f))(jax.random.split(key, num_samples))
+        return jax.vmap(lambda k: kernel(k, f))(jax.random.split(key, num_samples))
 
     def sample(key, x, num_samples):
         f = _order_statistics(x, design, cap, lower, upper, resolution, oracle_fn)
         return draw(key, jax.numpy.asarray(f), int(num_samples))
 
-    return sample
+    def release(key, x):
+        data, present = _slots(x)
+        return public(key, data, present)
+
+    return ReleaseSampler(release, sample)
+
 
 
 def _random_bits(n):
@@ -79,14 +92,16 @@ def blackbox_estimate_entry(epsilon=1.0, beta=0.5, oracle_fn=oracle.mean):
     tau, n = cap // 2, t + 1
     design = designs.sample_and_aggregate(n, t)
     # The kernel is the one blackbox_estimate_from_values calls after its checks.
-    sample = _sampler(lambda k, f: blackbox.pure_release_kernel(k, f, epsilon, tau, 2), design, cap, **grid,
-                      oracle_fn=oracle_fn)
+    sample = _sampler(lambda k, f: blackbox.pure_release_kernel(k, f, epsilon, tau, 2),
+                      lambda k, data, present: blackbox.blackbox_estimate(
+                          k, data, oracle_fn, design=design, epsilon=epsilon, beta=beta, present=present, **grid),
+                      design, cap, **grid, oracle_fn=oracle_fn)
     ones = min(tau, n)
     x = np.r_[np.ones(ones), np.zeros(n - ones)]
     x_prime = x.copy()
     x_prime[0] = np.nan
     return AuditableMechanism(
-        name="blackbox-estimate", sample=sample, claim=blackbox.blackbox_estimate_guarantee(epsilon=epsilon),
+        name="blackbox-estimate", sample=sample, claim=claim_of(sample, x),
         output_kind="discrete", worst_case_pairs=((x, x_prime),), random_dataset=_random_bits(n),
         random_neighbour=_empty_one_slot,
         neighbours=neighbours_empty_slot(), output_range_size=2,
@@ -100,12 +115,15 @@ def blackbox_zcdp_entry(rho=0.5, beta=0.1):
     t, cap = required_t("zcdp", rho=rho, num_outputs=2, beta=beta)
     n = t + 1
     design = designs.sample_and_aggregate(n, t)
-    sample = _sampler(lambda k, f: blackbox.zcdp_release_kernel(k, f, sigma, eta, steps, 2), design, cap, **grid)
+    sample = _sampler(lambda k, f: blackbox.zcdp_release_kernel(k, f, sigma, eta, steps, 2),
+                      lambda k, data, present: blackbox.blackbox_estimate_zcdp(
+                          k, data, oracle.mean, design=design, rho=rho, beta=beta, present=present, **grid),
+                      design, cap, **grid)
     x = np.ones(n)
     x_prime = x.copy()
     x_prime[0] = np.nan
     return AuditableMechanism(
-        name="blackbox-estimate-zcdp", sample=sample, claim=blackbox.blackbox_estimate_zcdp_guarantee(rho=rho),
+        name="blackbox-estimate-zcdp", sample=sample, claim=claim_of(sample, x),
         output_kind="discrete", worst_case_pairs=((x, x_prime),), random_dataset=_random_bits(n),
         random_neighbour=_empty_one_slot,
         neighbours=neighbours_empty_slot(), output_range_size=2,
@@ -120,13 +138,16 @@ def blackbox_binary_entry(epsilon=1.0, beta=0.25):
     n = t + 1
     design = designs.sample_and_aggregate(n, t)
     threshold = (t + 1) / 2.0
-    sample = _sampler(lambda k, f: blackbox.binary_release_kernel(k, f, epsilon, threshold), design, cap, **grid)
+    sample = _sampler(lambda k, f: blackbox.binary_release_kernel(k, f, epsilon, threshold),
+                      lambda k, data, present: blackbox.blackbox_binary(
+                          k, data, oracle.mean, design=design, epsilon=epsilon, beta=beta, present=present),
+                      design, cap, **grid)
     ones = min(int(np.ceil(threshold)), n)
     x = np.r_[np.ones(ones), np.zeros(n - ones)]
     x_prime = x.copy()
     x_prime[0] = np.nan
     return AuditableMechanism(
-        name="blackbox-binary", sample=sample, claim=blackbox.blackbox_binary_guarantee(epsilon=epsilon),
+        name="blackbox-binary", sample=sample, claim=claim_of(sample, x),
         output_kind="discrete", worst_case_pairs=((x, x_prime),), random_dataset=_random_bits(n),
         random_neighbour=_empty_one_slot,
         neighbours=neighbours_empty_slot(), output_range_size=2,

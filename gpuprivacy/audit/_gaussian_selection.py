@@ -23,6 +23,8 @@ is measurable with 10^5 samples (a few candidates or queries, sensitivity
   run; the audit can only see the ex-post losses (about 1.1 of the claim),
   so it checks the release, not the tightness of the filter.
 * Laplace report noisy max (both calibrations): the classic selection pairs.
+
+Each claim is the guarantee the audited release carries (:func:`~gpuprivacy.audit._classic.claim_of`).
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ import jax
 import numpy as np
 
 from gpuprivacy import mechanisms
-from gpuprivacy.audit._classic import _random_scores, _selection_pairs, _vmapped_sampler
+from gpuprivacy.audit._classic import _random_scores, _selection_pairs, _vmapped_sampler, claim_of
 from gpuprivacy.audit._core import AuditableMechanism, neighbours_within
 from gpuprivacy.audit._registry import register
 
@@ -73,12 +75,11 @@ def _bounded_dataset(size, lower, upper):
 
 def gaussian_rnm_entry(sigma=0.5, num_candidates=3, sensitivity=0.2, lower=0.0, upper=1.0):
     params = dict(sigma=sigma, sensitivity=sensitivity, lower=lower, upper=upper)
-    sample = _vmapped_sampler(lambda k, x: mechanisms.gaussian_report_noisy_max(k, x, **params).value)
+    sample = _vmapped_sampler(lambda k, x: mechanisms.gaussian_report_noisy_max(k, x, **params))
+    pairs = (rnm_worst_case_pair(num_candidates, sensitivity, lower, upper),)
     return AuditableMechanism(
-        name="gaussian-report-noisy-max", sample=sample,
-        claim=mechanisms.gaussian_report_noisy_max_guarantee(num_candidates=num_candidates, **params),
-        output_kind="discrete",
-        worst_case_pairs=(rnm_worst_case_pair(num_candidates, sensitivity, lower, upper),),
+        name="gaussian-report-noisy-max", sample=sample, claim=claim_of(sample, pairs[0][0]),
+        output_kind="discrete", worst_case_pairs=pairs,
         random_dataset=_bounded_dataset(num_candidates, lower, upper),
         random_neighbour=_bounded_neighbour(sensitivity, lower, upper),
         neighbours=neighbours_within(sensitivity, lower, upper), output_range_size=num_candidates,
@@ -90,12 +91,11 @@ def gaussian_above_threshold_entry(threshold=0.5, sigma_threshold=0.3, sigma_que
                                    lower=0.0, upper=1.0, num_queries=3):
     params = dict(threshold=threshold, sigma_threshold=sigma_threshold, sigma_query=sigma_query,
                   sensitivity=sensitivity, lower=lower, upper=upper)
-    sample = _vmapped_sampler(lambda k, x: mechanisms.gaussian_above_threshold(k, x, **params).value)
+    sample = _vmapped_sampler(lambda k, x: mechanisms.gaussian_above_threshold(k, x, **params))
+    pairs = above_threshold_worst_case_pairs(num_queries, sensitivity, lower, upper)
     return AuditableMechanism(
-        name="gaussian-above-threshold", sample=sample,
-        claim=mechanisms.gaussian_above_threshold_guarantee(num_queries=num_queries, **params),
-        output_kind="discrete",
-        worst_case_pairs=above_threshold_worst_case_pairs(num_queries, sensitivity, lower, upper),
+        name="gaussian-above-threshold", sample=sample, claim=claim_of(sample, pairs[0][0]),
+        output_kind="discrete", worst_case_pairs=pairs,
         random_dataset=_bounded_dataset(num_queries, lower, upper),
         random_neighbour=_bounded_neighbour(sensitivity, lower, upper),
         neighbours=neighbours_within(sensitivity, lower, upper), output_range_size=num_queries + 1,
@@ -109,17 +109,17 @@ def gaussian_sparse_vector_entry(whitehouse=False, threshold=0.5, sigma_threshol
                   sensitivity=sensitivity, lower=lower, upper=upper, epsilon=epsilon)
     if whitehouse:
         params.update(delta_prime=delta / 2, delta_double_prime=delta / 2)
-        mechanism, guarantee = (mechanisms.gaussian_sparse_vector_whitehouse,
-                                mechanisms.gaussian_sparse_vector_whitehouse_guarantee)
+        mechanism = mechanisms.gaussian_sparse_vector_whitehouse
         name, audits = "gaussian-sparse-vector-whitehouse", ("gaussian_sparse_vector_whitehouse",)
     else:
         params.update(delta=delta)
-        mechanism, guarantee = mechanisms.gaussian_sparse_vector, mechanisms.gaussian_sparse_vector_guarantee
+        mechanism = mechanisms.gaussian_sparse_vector
         name, audits = "gaussian-sparse-vector", ("gaussian_sparse_vector",)
-    sample = _vmapped_sampler(lambda k, x: mechanism(k, x, **params).value.astype(np.int8))
+    sample = _vmapped_sampler(lambda k, x: mechanism(k, x, **params), lambda r: r.value.astype(np.int8))
+    pairs = above_threshold_worst_case_pairs(num_queries, sensitivity, lower, upper)
     return AuditableMechanism(
-        name=name, sample=sample, claim=guarantee(**params), output_kind="discrete",
-        worst_case_pairs=above_threshold_worst_case_pairs(num_queries, sensitivity, lower, upper),
+        name=name, sample=sample, claim=claim_of(sample, pairs[0][0]), output_kind="discrete",
+        worst_case_pairs=pairs,
         random_dataset=_bounded_dataset(num_queries, lower, upper),
         random_neighbour=_bounded_neighbour(sensitivity, lower, upper),
         neighbours=neighbours_within(sensitivity, lower, upper), output_range_size=2**num_queries,
@@ -128,11 +128,11 @@ def gaussian_sparse_vector_entry(whitehouse=False, threshold=0.5, sigma_threshol
 
 def laplace_rnm_entry(calibration="standard", epsilon=1.0, sensitivity=1.0, num_candidates=3):
     params = dict(epsilon=epsilon, sensitivity=sensitivity, calibration=calibration)
-    sample = _vmapped_sampler(lambda k, x: mechanisms.laplace_report_noisy_max(k, x, **params).value)
+    sample = _vmapped_sampler(lambda k, x: mechanisms.laplace_report_noisy_max(k, x, **params))
+    pairs = _selection_pairs(num_candidates, sensitivity)
     return AuditableMechanism(
-        name=f"laplace-report-noisy-max-{calibration}", sample=sample,
-        claim=mechanisms.laplace_report_noisy_max_guarantee(**params), output_kind="discrete",
-        worst_case_pairs=_selection_pairs(num_candidates, sensitivity),
+        name=f"laplace-report-noisy-max-{calibration}", sample=sample, claim=claim_of(sample, pairs[0][0]),
+        output_kind="discrete", worst_case_pairs=pairs,
         random_dataset=_random_scores(num_candidates), random_neighbour=_bounded_neighbour(sensitivity, -np.inf,
                                                                                            np.inf),
         neighbours=neighbours_within(sensitivity),

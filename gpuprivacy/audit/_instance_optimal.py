@@ -18,30 +18,22 @@ long:
 * smooth sensitivity: the same median pairs.
 
 ``epsilon = 2`` so that a measurable part of the loss shows up with 10^5
-samples per side.
+samples per side. Each claim is the guarantee the audited release carries
+(:func:`~gpuprivacy.audit._classic.claim_of`).
 """
 
 from __future__ import annotations
-
-import functools
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from gpuprivacy.audit._classic import _vmapped_sampler, claim_of
 from gpuprivacy.audit._core import neighbours_swap, neighbours_within, AuditableMechanism
 from gpuprivacy.audit._registry import register
 from gpuprivacy.mechanisms import instance_optimal as io
 
 _LOWER, _UPPER = 0.0, 10.0
-
-
-def _sampler(release_fn):
-    @functools.partial(jax.jit, static_argnums=2)
-    def run(key, x, num_samples):
-        return jax.vmap(lambda k: release_fn(k, x))(jax.random.split(key, num_samples))
-
-    return lambda key, x, num_samples: run(key, jnp.asarray(x, jnp.float64), int(num_samples))
 
 
 def _random_dataset(size):
@@ -69,7 +61,7 @@ def _bounds_release(mechanism, statistic):
             bounds = io.median_bounds(x, lower=_LOWER, upper=_UPPER)
         else:
             bounds = io.clipped_mean_bounds(x, lower=_LOWER, upper=_UPPER)
-        return fn(key, bounds, epsilon=epsilon).value
+        return fn(key, bounds, epsilon=epsilon)
 
     return release
 
@@ -82,15 +74,13 @@ def statistic_entry(mechanism="piecewise_laplace", statistic="median", epsilon=2
         inner = _bounds_release(mechanism, statistic)
         release = lambda k, x: inner(k, x, epsilon)
         audits = (f"instance_optimal.{prefix}",)
-        claim = (io.piecewise_laplace_guarantee if plm else io.inverse_sensitivity_guarantee)(epsilon=epsilon)
     elif statistic == "quantile":
         fn = getattr(io, f"{prefix}_quantile")
-        release = lambda k, x: fn(k, x, quantile=0.5, **kwargs).value
+        release = lambda k, x: fn(k, x, quantile=0.5, **kwargs)
         audits = (f"instance_optimal.{prefix}_quantile",)
-        claim = getattr(io, f"{prefix}_quantile_guarantee")(quantile=0.5, **kwargs)
     else:
         fn = getattr(io, f"{prefix}_{statistic}")
-        release = lambda k, x: fn(k, x, **kwargs).value
+        release = lambda k, x: fn(k, x, **kwargs)
         audits = (f"instance_optimal.{prefix}_{statistic}",)
         if statistic == "median":
             # The generic path (median_bounds -> piecewise_laplace / inverse_sensitivity) and the quantile
@@ -98,32 +88,33 @@ def statistic_entry(mechanism="piecewise_laplace", statistic="median", epsilon=2
             # (tests/mechanisms/test_instance_optimal.py::test_fused_median_generic_and_quantile_paths_agree),
             # so this entry audits all three (one entry instead of three keeps CI short).
             audits += (f"instance_optimal.{prefix}", f"instance_optimal.{prefix}_quantile")
-        claim = getattr(io, f"{prefix}_{statistic}_guarantee")(**kwargs)
     if statistic == "clipped_mean":
         pairs = ((np.array([0.0, 0.0]), np.array([0.0, 10.0])), (np.array([0.0, 10.0]), np.array([10.0, 10.0])))
         size = 2
     else:
         pairs, size = _MEDIAN_PAIRS, 3
+    sample = _vmapped_sampler(release)
     return AuditableMechanism(
-        name=f"{'plm' if plm else 'inv'}-{statistic}{'-bounds' if via_bounds else ''}", sample=_sampler(release),
-        claim=claim, output_kind="real", worst_case_pairs=pairs, random_dataset=_random_dataset(size),
-        random_neighbour=_swap_neighbour, neighbours=neighbours_swap(), audits=audits,
+        name=f"{'plm' if plm else 'inv'}-{statistic}{'-bounds' if via_bounds else ''}", sample=sample,
+        claim=claim_of(sample, pairs[0][0]), output_kind="real", worst_case_pairs=pairs,
+        random_dataset=_random_dataset(size), random_neighbour=_swap_neighbour, neighbours=neighbours_swap(),
+        audits=audits,
         description=f"{prefix} ({statistic}{', generic LocalBounds API' if via_bounds else ''}), swap neighbours")
 
 
 def count_entry(mechanism="piecewise_laplace", epsilon=2.0):
     prefix = "piecewise_laplace" if mechanism == "piecewise_laplace" else "inverse_sensitivity"
     fn = getattr(io, f"{prefix}_count")
-    release = lambda k, x: fn(k, x[0], epsilon=epsilon).value
+    sample = _vmapped_sampler(lambda k, x: fn(k, x[0], epsilon=epsilon))
+    pairs = ((np.array([0.0]), np.array([1.0])), (np.array([1.0]), np.array([2.0])))
 
     def neighbour(key, x):
         step = 1.0 if bool(jax.random.bernoulli(key)) or x[0] == 0 else -1.0
         return np.array([x[0] + step])
 
     return AuditableMechanism(
-        name=f"{'plm' if prefix == 'piecewise_laplace' else 'inv'}-count", sample=_sampler(release),
-        claim=getattr(io, f"{prefix}_count_guarantee")(epsilon=epsilon), output_kind="real",
-        worst_case_pairs=((np.array([0.0]), np.array([1.0])), (np.array([1.0]), np.array([2.0]))),
+        name=f"{'plm' if prefix == 'piecewise_laplace' else 'inv'}-count", sample=sample,
+        claim=claim_of(sample, pairs[0][0]), output_kind="real", worst_case_pairs=pairs,
         random_dataset=lambda key: np.array([float(jax.random.randint(key, (), 0, 5))]),
         random_neighbour=neighbour, neighbours=neighbours_within(1.0, 0.0),
         audits=(f"instance_optimal.{prefix}_count",),
@@ -132,10 +123,10 @@ def count_entry(mechanism="piecewise_laplace", epsilon=2.0):
 
 def smooth_entry(noise="cauchy", epsilon=2.0, delta=None):
     kwargs = dict(epsilon=epsilon, lower=_LOWER, upper=_UPPER, noise=noise, delta=delta)
-    release = lambda k, x: io.smooth_sensitivity_median(k, x, **kwargs).value
+    sample = _vmapped_sampler(lambda k, x: io.smooth_sensitivity_median(k, x, **kwargs))
     return AuditableMechanism(
-        name=f"smooth-sensitivity-median-{noise}", sample=_sampler(release),
-        claim=io.smooth_sensitivity_median_guarantee(**kwargs), output_kind="real",
+        name=f"smooth-sensitivity-median-{noise}", sample=sample,
+        claim=claim_of(sample, _MEDIAN_PAIRS[0][0]), output_kind="real",
         worst_case_pairs=_MEDIAN_PAIRS, random_dataset=_random_dataset(3), random_neighbour=_swap_neighbour,
         neighbours=neighbours_swap(), audits=("instance_optimal.smooth_sensitivity_median",),
         description=f"smooth-sensitivity median (NRS07, {noise} noise)")
@@ -143,9 +134,9 @@ def smooth_entry(noise="cauchy", epsilon=2.0, delta=None):
 
 def laplace_median_entry(epsilon=2.0):
     kwargs = dict(epsilon=epsilon, lower=_LOWER, upper=_UPPER)
-    release = lambda k, x: io.laplace_median(k, x, **kwargs).value
+    sample = _vmapped_sampler(lambda k, x: io.laplace_median(k, x, **kwargs))
     return AuditableMechanism(
-        name="laplace-median", sample=_sampler(release), claim=io.laplace_median_guarantee(**kwargs),
+        name="laplace-median", sample=sample, claim=claim_of(sample, _MEDIAN_PAIRS[0][0]),
         output_kind="real", worst_case_pairs=_MEDIAN_PAIRS, random_dataset=_random_dataset(3),
         random_neighbour=_swap_neighbour, neighbours=neighbours_swap(), audits=("instance_optimal.laplace_median",),
         description="median + Laplace(GS/epsilon), clipped (baseline)")
@@ -155,10 +146,12 @@ def vector_entry(epsilon=2.0, norm="l2"):
     # A "dataset" is f(x) in R^2 with the Laplace-like radii R_l = 1 = Delta; neighbours shift f(x) by Delta.
     # The release is projected on its first coordinate (post-processing) so the real-output auditor applies.
     kwargs = dict(epsilon=epsilon, global_sensitivity=1.0, norm=norm)
-    release = lambda k, x: io.piecewise_laplace_vector(k, x, jnp.ones(3), **kwargs).value[0]
+    sample = _vmapped_sampler(lambda k, x: io.piecewise_laplace_vector(k, x, jnp.ones(3), **kwargs),
+                              lambda release: release.value[0])
+    pairs = ((np.array([0.0, 0.0]), np.array([1.0, 0.0])),)
     return AuditableMechanism(
-        name=f"plm-vector-{norm}", sample=_sampler(release), claim=io.piecewise_laplace_vector_guarantee(**kwargs),
-        output_kind="real", worst_case_pairs=((np.array([0.0, 0.0]), np.array([1.0, 0.0])),),
+        name=f"plm-vector-{norm}", sample=sample, claim=claim_of(sample, pairs[0][0]),
+        output_kind="real", worst_case_pairs=pairs,
         random_dataset=lambda key: np.asarray(jax.random.uniform(key, (2,), jnp.float64)),
         random_neighbour=lambda key, x: np.asarray(x) + np.array([1.0, 0.0]),
         neighbours=neighbours_within(1.0, norm=norm), audits=("instance_optimal.piecewise_laplace_vector",),

@@ -12,6 +12,8 @@ A dataset is a vector of n records; neighbours differ in one record (replacement
 * Exponential-mechanism median: rank utility on [-4, 4]. Records spread evenly over [-3, 3] and the
   neighbour moves the smallest record to the top, which shifts the rank of every interval by one
   (utility change 1 everywhere, so the loss approaches the claim).
+
+Each claim is the guarantee the audited release carries (:func:`~gpuprivacy.audit._classic.claim_of`).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from __future__ import annotations
 import jax
 import numpy as np
 
-from gpuprivacy.audit._classic import _vmapped_sampler
+from gpuprivacy.audit._classic import _vmapped_sampler, claim_of
 from gpuprivacy.audit._core import neighbours_swap, AuditableMechanism
 from gpuprivacy.audit._registry import register
 from gpuprivacy.mechanisms import median
@@ -65,10 +67,11 @@ def private_median_entry(n=48, epsilon=1.0, min_density=0.5, radius=1.0, median_
     params = dict(epsilon=epsilon, min_density=min_density, radius=radius, median_bound=median_bound,
                   constant=constant)
     median.median_parameters(n, **params)  # validate eagerly
-    sample = _vmapped_sampler(lambda k, x: median.private_median(k, x, **params).value)
+    sample = _vmapped_sampler(lambda k, x: median.private_median(k, x, **params))
+    pairs = cluster_pairs(n)
     return AuditableMechanism(
-        name="private-median", sample=sample, claim=median.private_median_guarantee(**params), output_kind="real",
-        worst_case_pairs=cluster_pairs(n), random_dataset=_random_dataset(n, 3.0),
+        name="private-median", sample=sample, claim=claim_of(sample, pairs[0][0]), output_kind="real",
+        worst_case_pairs=pairs, random_dataset=_random_dataset(n, 3.0),
         random_neighbour=_replace_one(3.0),
         neighbours=neighbours_swap(), audits=("median.private_median", "median.private_median_trials"),
         description="optimal private median, general density (3.6) with the certified fast path (Tzamos et al.)")
@@ -78,11 +81,11 @@ def exponential_median_entry(n=48, epsilon=1.0, lower=-4.0, upper=4.0):
     # clip=True: the random neighbours draw records in [-6, 6], outside the domain; clamping is a
     # record-wise map covered by the guarantee (the mechanism's old, implicit behaviour).
     params = dict(epsilon=epsilon, lower=lower, upper=upper, clip=True)
-    sample = _vmapped_sampler(lambda k, x: median.exponential_mechanism_median(k, x, **params).value)
+    sample = _vmapped_sampler(lambda k, x: median.exponential_mechanism_median(k, x, **params))
+    pairs = spread_pairs(n)
     return AuditableMechanism(
-        name="exponential-mechanism-median", sample=sample,
-        claim=median.exponential_mechanism_median_guarantee(**params), output_kind="real",
-        worst_case_pairs=spread_pairs(n), random_dataset=_random_dataset(n, 3.0),
+        name="exponential-mechanism-median", sample=sample, claim=claim_of(sample, pairs[0][0]), output_kind="real",
+        worst_case_pairs=pairs, random_dataset=_random_dataset(n, 3.0),
         random_neighbour=_replace_one(3.0),
         neighbours=neighbours_swap(), audits=("median.exponential_mechanism_median",),
         description="exponential-mechanism median with rank utility (Smith 2011)")

@@ -14,6 +14,9 @@ release to the audited output:
 * Small-Diameter, Double-Monotonization, Cummings-Durfee, white-box Laplace:
   the real value. Worst case: the count oracle, whose value moves by the
   full c between neighbours (for Double-Monotonization also w).
+
+Each claim is the guarantee the wrapper's release carries on the worst-case
+dataset (:func:`~gpuprivacy.audit._classic.claim_of`).
 """
 
 from __future__ import annotations
@@ -23,17 +26,20 @@ import jax.numpy as jnp
 import numpy as np
 
 from gpuprivacy import mechanisms
+from gpuprivacy.audit._classic import ReleaseSampler, claim_of
 from gpuprivacy.audit._core import neighbours_add_remove, SAMPLES_PER_CALL, AuditableMechanism
 from gpuprivacy.audit._registry import register
 from gpuprivacy.mechanisms import wrappers
 from gpuprivacy.oracle import count, trusted
 
 
-def _sampler(mechanism, output, **params):
+def _sampler(mechanism, output, **params) -> ReleaseSampler:
+    """``mechanism(key, x, **params)``, and ``output`` of its releases over a fixed batch of keys (run_trials)."""
     def sample(key, x, num_samples):
         release = mechanisms.run_trials(mechanism, key, SAMPLES_PER_CALL, np.asarray(x, np.float64), **params)
         return output(release)[:num_samples]
-    return sample
+
+    return ReleaseSampler(lambda key, x: mechanism(key, np.asarray(x, np.float64), **params), sample)
 
 
 def _ones_pair(size):
@@ -62,10 +68,10 @@ def sens_o_matic_entry(epsilon=2.0, beta=0.5, grid_size=4, oracle_fn=_parity, ca
     params = dict(oracle_fn=oracle_fn, grid=np.arange(float(grid_size)), epsilon=epsilon, beta=beta,
                   capacity=capacity)
     output = lambda r: (r.info.level * (grid_size + 1) + r.info.index.astype(jnp.int64)).astype(jnp.int32)
+    sample, pairs = _sampler(wrappers.sens_o_matic, output, **params), _ones_pair(2)
     return AuditableMechanism(
-        name="sens-o-matic", sample=_sampler(wrappers.sens_o_matic, output, **params),
-        claim=wrappers.sens_o_matic_guarantee(epsilon=epsilon, beta=beta, grid_size=grid_size),
-        output_kind="discrete", worst_case_pairs=_ones_pair(2), random_dataset=_random_dataset(2),
+        name="sens-o-matic", sample=sample, claim=claim_of(sample, pairs[0][0]),
+        output_kind="discrete", worst_case_pairs=pairs, random_dataset=_random_dataset(2),
         random_neighbour=_add_row,
         neighbours=neighbours_add_remove(), audits=("wrappers.sens_o_matic",),
         description="Sens-o-Matic on an adversarial parity oracle (released level and value)")
@@ -73,10 +79,10 @@ def sens_o_matic_entry(epsilon=2.0, beta=0.5, grid_size=4, oracle_fn=_parity, ca
 
 def shifted_inverse_entry(epsilon=2.0, beta=0.5, grid_size=5):
     params = dict(oracle_fn=count, grid=np.arange(float(grid_size)), epsilon=epsilon, beta=beta, depth=3)
+    sample, pairs = _sampler(wrappers.shifted_inverse, lambda r: r.info.index, **params), _ones_pair(1)
     return AuditableMechanism(
-        name="shifted-inverse", sample=_sampler(wrappers.shifted_inverse, lambda r: r.info.index, **params),
-        claim=wrappers.shifted_inverse_guarantee(epsilon=epsilon), output_kind="discrete",
-        worst_case_pairs=_ones_pair(1), random_dataset=_random_dataset(2), random_neighbour=_add_row,
+        name="shifted-inverse", sample=sample, claim=claim_of(sample, pairs[0][0]), output_kind="discrete",
+        worst_case_pairs=pairs, random_dataset=_random_dataset(2), random_neighbour=_add_row,
         neighbours=neighbours_add_remove(),
         output_range_size=grid_size, audits=("wrappers.shifted_inverse",),
         description="Shifted Inverse on the monotone count oracle (its promise)")
@@ -89,10 +95,10 @@ def subset_extension_entry(epsilon=3.0, delta=1e-6):
         bucket = jnp.where(r.info.nonresponse, 2, (r.value > 2.5).astype(jnp.int64)).astype(jnp.int64)
         return (r.info.level * 3 + bucket).astype(jnp.int32)
 
+    sample, pairs = _sampler(wrappers.subset_extension, output, **params), _ones_pair(2)
     return AuditableMechanism(
-        name="subset-extension", sample=_sampler(wrappers.subset_extension, output, **params),
-        claim=wrappers.subset_extension_guarantee(epsilon=epsilon, delta=delta), output_kind="discrete",
-        worst_case_pairs=_ones_pair(2), random_dataset=_random_dataset(2), random_neighbour=_add_row,
+        name="subset-extension", sample=sample, claim=claim_of(sample, pairs[0][0]), output_kind="discrete",
+        worst_case_pairs=pairs, random_dataset=_random_dataset(2), random_neighbour=_add_row,
         neighbours=neighbours_add_remove(),
         audits=("wrappers.subset_extension",),
         description="Subset-Extension: released level, test bit and side of the value")
@@ -100,21 +106,20 @@ def subset_extension_entry(epsilon=3.0, delta=1e-6):
 
 def tahoe_entry(epsilon=3.0, delta=1e-6):
     params = dict(oracle_fn=count, c=1.0, epsilon=epsilon, delta=delta)
+    sample, pairs = _sampler(wrappers.tahoe, lambda r: r.info.level, **params), _ones_pair(2)
     return AuditableMechanism(
-        name="tahoe", sample=_sampler(wrappers.tahoe, lambda r: r.info.level, **params),
-        claim=wrappers.tahoe_guarantee(epsilon=epsilon, delta=delta), output_kind="real",
-        worst_case_pairs=_ones_pair(2), random_dataset=_random_dataset(2), random_neighbour=_add_row,
+        name="tahoe", sample=sample, claim=claim_of(sample, pairs[0][0]), output_kind="real",
+        worst_case_pairs=pairs, random_dataset=_random_dataset(2), random_neighbour=_add_row,
         neighbours=neighbours_add_remove(),
         audits=("wrappers.tahoe",), description="modified TAHOE: the released real level")
 
 
 def small_diameter_entry(epsilon=8.0, r=2.0, c=1.0):
     params = dict(oracle_fn=count, r=r, c=c, epsilon=epsilon)
+    sample, pairs = _sampler(wrappers.small_diameter_subset_extension, lambda r_: r_.value, **params), _ones_pair(1)
     return AuditableMechanism(
-        name="small-diameter-subset-extension",
-        sample=_sampler(wrappers.small_diameter_subset_extension, lambda r_: r_.value, **params),
-        claim=wrappers.small_diameter_subset_extension_guarantee(epsilon=epsilon, r=r, c=c), output_kind="real",
-        worst_case_pairs=_ones_pair(1), random_dataset=_random_dataset(2), random_neighbour=_add_row,
+        name="small-diameter-subset-extension", sample=sample, claim=claim_of(sample, pairs[0][0]),
+        output_kind="real", worst_case_pairs=pairs, random_dataset=_random_dataset(2), random_neighbour=_add_row,
         neighbours=neighbours_add_remove(),
         audits=("wrappers.small_diameter_subset_extension",),
         description="Small-Diameter Subset Extension, count clamped to [0, 2]")
@@ -122,31 +127,30 @@ def small_diameter_entry(epsilon=8.0, r=2.0, c=1.0):
 
 def double_monotonization_entry(epsilon=8.0, r=2000.0, c=1.0, beta=0.05):
     params = dict(oracle_fn=count, r=r, c=c, epsilon=epsilon, beta=beta)
+    sample, pairs = _sampler(wrappers.double_monotonization, lambda r_: r_.value, **params), _ones_pair(2)
     return AuditableMechanism(
-        name="double-monotonization",
-        sample=_sampler(wrappers.double_monotonization, lambda r_: r_.value, **params),
-        claim=wrappers.double_monotonization_guarantee(epsilon=epsilon, r=r, c=c, beta=beta), output_kind="real",
-        worst_case_pairs=_ones_pair(2), random_dataset=_random_dataset(2), random_neighbour=_add_row,
+        name="double-monotonization", sample=sample, claim=claim_of(sample, pairs[0][0]), output_kind="real",
+        worst_case_pairs=pairs, random_dataset=_random_dataset(2), random_neighbour=_add_row,
         neighbours=neighbours_add_remove(),
         audits=("wrappers.double_monotonization",), description="Double-Monotonization on the count oracle")
 
 
 def cummings_durfee_entry(epsilon=1.0, c=1.0):
     params = dict(oracle_fn=count, c=c, epsilon=epsilon)
+    sample, pairs = _sampler(wrappers.cummings_durfee, lambda r_: r_.value, **params), _ones_pair(2)
     return AuditableMechanism(
-        name="cummings-durfee", sample=_sampler(wrappers.cummings_durfee, lambda r_: r_.value, **params),
-        claim=wrappers.cummings_durfee_guarantee(epsilon=epsilon, c=c), output_kind="real",
-        worst_case_pairs=_ones_pair(2), random_dataset=_random_dataset(2), random_neighbour=_add_row,
+        name="cummings-durfee", sample=sample, claim=claim_of(sample, pairs[0][0]), output_kind="real",
+        worst_case_pairs=pairs, random_dataset=_random_dataset(2), random_neighbour=_add_row,
         neighbours=neighbours_add_remove(),
         audits=("wrappers.cummings_durfee",), description="Cummings-Durfee extension + Laplace, count oracle")
 
 
 def white_box_laplace_entry(epsilon=1.0):
     params = dict(oracle_fn=count, sensitivity=1.0, epsilon=epsilon)
+    sample, pairs = _sampler(wrappers.white_box_laplace, lambda r_: r_.value, **params), _ones_pair(2)
     return AuditableMechanism(
-        name="white-box-laplace", sample=_sampler(wrappers.white_box_laplace, lambda r_: r_.value, **params),
-        claim=wrappers.white_box_laplace_guarantee(epsilon=epsilon, sensitivity=1.0), output_kind="real",
-        worst_case_pairs=_ones_pair(2), random_dataset=_random_dataset(2), random_neighbour=_add_row,
+        name="white-box-laplace", sample=sample, claim=claim_of(sample, pairs[0][0]), output_kind="real",
+        worst_case_pairs=pairs, random_dataset=_random_dataset(2), random_neighbour=_add_row,
         neighbours=neighbours_add_remove(),
         audits=("wrappers.white_box_laplace",), description="white-box Laplace on the count oracle")
 

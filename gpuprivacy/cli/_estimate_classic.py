@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpuprivacy.cli._estimate_common import Estimator, statistic_on_full_data
+from gpuprivacy.cli._estimate_common import Estimator, guarantee_json, statistic_on_full_data
 
 
 def _require_sensitivity(args, mechanism):
@@ -20,10 +20,7 @@ def _laplace(key, data, oracle_fn, args):
     exact = statistic_on_full_data(data, oracle_fn)
     release = mechanisms.laplace_mechanism(key, exact, epsilon=args.epsilon, sensitivity=sensitivity,
                                            secure=args.secure)
-    guarantee = mechanisms.laplace_mechanism_guarantee(epsilon=args.epsilon, sensitivity=sensitivity,
-                                                       secure=args.secure)
-    return {"value": float(release.value), "scale": float(release.info.scale),
-            "guarantee": {"type": "PureDP", "epsilon": guarantee.epsilon}}
+    return {"value": float(release.value), "scale": float(release.info.scale), "guarantee": guarantee_json(release)}
 
 
 def _gaussian(key, data, oracle_fn, args):
@@ -35,10 +32,7 @@ def _gaussian(key, data, oracle_fn, args):
     exact = statistic_on_full_data(data, oracle_fn)
     release = mechanisms.gaussian_mechanism(key, exact, epsilon=args.epsilon, delta=args.delta,
                                             sensitivity=sensitivity, secure=args.secure)
-    guarantee = mechanisms.gaussian_mechanism_guarantee(epsilon=args.epsilon, delta=args.delta,
-                                                        sensitivity=sensitivity)
-    return {"value": float(release.value), "sigma": float(release.info.sigma),
-            "guarantee": {"type": "ApproxDP", "epsilon": guarantee.epsilon, "delta": guarantee.delta}}
+    return {"value": float(release.value), "sigma": float(release.info.sigma), "guarantee": guarantee_json(release)}
 
 
 ESTIMATORS = (

@@ -2,7 +2,8 @@
 
 An estimator takes the loaded column, the library oracle, the parsed
 arguments and a key, and returns a JSON-ready dict with at least ``value``
-(the release) and ``guarantee``. Each family module (``_estimate_*.py``)
+(the release) and ``guarantee``, the guarantee the release carries
+(:func:`guarantee_json`; never recomputed by the CLI). Each family module (``_estimate_*.py``)
 lists its entries in a module-level ``ESTIMATORS`` tuple; the one static
 table of the CLI is built from those tuples in :mod:`gpuprivacy.cli._estimators`.
 """
@@ -10,7 +11,7 @@ table of the CLI is built from those tuples in :mod:`gpuprivacy.cli._estimators`
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable
+from typing import Any, Callable
 
 import jax
 import numpy as np
@@ -30,6 +31,24 @@ class Estimator:
     help: str
     add_arguments: Callable | None = None
     options: tuple[str, ...] = ()  # the option dests (beyond data, statistic, epsilon, seed) that run() reads
+
+
+def guarantee_json(release: Any) -> dict:
+    """The guarantee ``release`` carries, as JSON: ``{"type": "PureDP", "epsilon": 1.0}``.
+
+    Read off :attr:`gpuprivacy.mechanisms.Release.guarantee`, which the mechanism states from its
+    validated parameters before it draws any noise (it refuses parameters whose guarantee cannot
+    be stated), so the CLI prints exactly what the release says about itself.
+
+    Raises:
+      RuntimeError: if the release states no guarantee; its value is then not printed.
+    """
+    guarantee = release.guarantee
+    if guarantee is None:
+        raise RuntimeError("the mechanism returned a release without its guarantee; gpuprivacy does not print a "
+                           "release whose guarantee it cannot state (this is a bug: please report it).")
+    return {"type": type(guarantee).__name__,
+            **{field.name: float(getattr(guarantee, field.name)) for field in dataclasses.fields(guarantee)}}
 
 
 def statistic_on_full_data(data, oracle_fn):

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 
-from gpuprivacy.cli._estimate_common import Estimator
+from gpuprivacy.cli._estimate_common import Estimator, guarantee_json
 
 DESIGNS = ("auto", "sample-and-aggregate", "blocks", "all-subsets")
 VARIANTS = ("pure", "zcdp", "binary")
@@ -92,16 +92,13 @@ def run(key, data, oracle_fn, args) -> dict:
     if variant == "pure":
         release = blackbox.blackbox_estimate(key, data, oracle_fn, epsilon=args.epsilon, lower=lower, upper=upper,
                                              resolution=resolution, **common)
-        guarantee = {"type": "PureDP", "epsilon": blackbox.blackbox_estimate_guarantee(epsilon=args.epsilon).epsilon}
     elif variant == "zcdp":
         release = blackbox.blackbox_estimate_zcdp(key, data, oracle_fn, rho=rho, lower=lower, upper=upper,
                                                   resolution=resolution, **common)
-        guarantee = {"type": "ZCDP", "rho": blackbox.blackbox_estimate_zcdp_guarantee(rho=rho).rho}
     else:
         release = blackbox.blackbox_binary(key, data, oracle_fn, epsilon=args.epsilon, **common)
-        guarantee = {"type": "PureDP", "epsilon": blackbox.blackbox_binary_guarantee(epsilon=args.epsilon).epsilon}
     kept = int(design.capacity)
-    return {"value": float(release.value), "guarantee": guarantee, "variant": variant,
+    return {"value": float(release.value), "guarantee": guarantee_json(release), "variant": variant,
             "design": design.name, "k": int(design.num_subsets), "t": int(t), "rows_per_evaluation": kept,
             "m": int(n - kept), "num_outputs": int(num_outputs), "aggregation": release.info.aggregation,
             "note": "epsilon is for adding/removing one row (slot); replacing a row costs twice."}

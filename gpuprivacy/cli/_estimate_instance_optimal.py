@@ -14,7 +14,7 @@ statistics.
 from __future__ import annotations
 
 
-from gpuprivacy.cli._estimate_common import Estimator
+from gpuprivacy.cli._estimate_common import Estimator, guarantee_json
 
 _STATISTICS = ("median", "quantile", "clipped_mean")
 
@@ -55,7 +55,7 @@ def _run(mechanism):
         del statistic
         return {"value": float(release.value), "domain": [lower, upper],
                 "note": "epsilon-DP under swap neighbours (n public); worst case = Laplace at epsilon/2",
-                "guarantee": {"type": "PureDP", "epsilon": float(args.epsilon)}}
+                "guarantee": guarantee_json(release)}
 
     return run
 

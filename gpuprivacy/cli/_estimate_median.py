@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from gpuprivacy.cli._estimate_common import Estimator
+from gpuprivacy.cli._estimate_common import Estimator, guarantee_json
 
 
 def add_arguments(group) -> None:
@@ -41,11 +41,10 @@ def run(key, data, oracle_fn, args):
                   lower=-math.inf if lower is None else lower, upper=math.inf if upper is None else upper,
                   clip=bool(getattr(args, "clip", False)))
     release = median.private_median(key, data.reshape(-1), **params)
-    guarantee = median.private_median_guarantee(**params)
     return {"value": float(release.value), "support": float(release.info.support),
             "laplace_scale": float(release.info.scale),
             "note": "epsilon-DP under replacement (n public); the general density (3.6), never the Case-A shortcut",
-            "guarantee": {"type": "PureDP", "epsilon": guarantee.epsilon}}
+            "guarantee": guarantee_json(release)}
 
 
 ESTIMATORS = (

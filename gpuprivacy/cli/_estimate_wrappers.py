@@ -16,7 +16,7 @@ import numpy as np
 
 from gpuprivacy.oracle import is_trusted
 
-from gpuprivacy.cli._estimate_common import Estimator
+from gpuprivacy.cli._estimate_common import Estimator, guarantee_json
 
 
 def add_arguments(group) -> None:
@@ -48,12 +48,10 @@ def run(key, data, oracle_fn, args):
         capacity = max(32, 1 << math.ceil(math.log2(max(n, 1))))
     release = wrappers.sens_o_matic(key, data, oracle_fn=oracle_fn, grid=grid, epsilon=args.epsilon, beta=beta,
                                     max_depth=max_depth, capacity=capacity)
-    guarantee = wrappers.sens_o_matic_guarantee(epsilon=args.epsilon, beta=beta, grid_size=grid.size,
-                                                max_depth=max_depth)
     value = float(release.value)
     return {"value": None if math.isnan(value) else value, "nonresponse": bool(release.info.nonresponse),
             "level": int(release.info.level), "grid": [lower, upper, int(grid.size)],
-            "guarantee": {"type": type(guarantee).__name__, **{k: float(v) for k, v in vars(guarantee).items()}}}
+            "guarantee": guarantee_json(release)}
 
 
 ESTIMATORS = (

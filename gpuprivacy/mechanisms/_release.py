@@ -75,7 +75,9 @@ def guarantee_of(release_fn: Callable[..., Release], *args: Any, **kwargs: Any) 
     """
     try:
         release = jax.eval_shape(lambda: release_fn(*args, **kwargs))
-    except jax.errors.ConcretizationTypeError:
+    except Exception:  # noqa: BLE001
+        # Not traceable abstractly (host-routed work, a string in its info...): call it once. Invalid
+        # parameters raise the same error from this call, before any noise; the value is discarded.
         release = release_fn(*args, **kwargs)
     guarantee = getattr(release, "guarantee", None)
     if guarantee is None:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import functools
 import inspect
 import math
-from typing import Any, Callable, NamedTuple
+from typing import Callable, NamedTuple
 
 import jax.numpy as jnp
 import numpy as np

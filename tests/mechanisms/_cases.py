@@ -159,7 +159,7 @@ FAMILY_CASES = [
          wrappers.double_monotonization_guarantee, **HOST_ORACLE, keyword_exceptions=EXECUTION),
     Case("sens_o_matic", wrappers.sens_o_matic, MID,
          dict(oracle_fn=oracle.mean, grid=np.linspace(0.0, 1.0, 5), epsilon=4.0, beta=0.1),
-         wrappers.sens_o_matic_guarantee, **HOST_ORACLE,
+         wrappers.sens_o_matic_guarantee, **HOST_ORACLE, guarantee_kwargs=dict(grid_size=5),  # len(grid)
          keyword_exceptions=dict(EXECUTION, grid_size="the guarantee needs the grid's size, read off the grid")),
     Case("shifted_inverse", wrappers.shifted_inverse, ONES,
          dict(oracle_fn=oracle.count, grid=np.arange(10.0), epsilon=8.0, beta=0.1, depth=3),

@@ -77,7 +77,8 @@ def public_guarantees():
     found = {}
     for namespace in NAMESPACES:
         for name in dir(namespace):
-            if name.endswith("_guarantee") and not name.startswith("_"):
+            # stated_guarantee is the helper that calls a guarantee function, not one itself.
+            if name.endswith("_guarantee") and not name.startswith("_") and name != "stated_guarantee":
                 found[f"{namespace.__name__}.{name}"] = getattr(namespace, name)
     return found
 

@@ -287,9 +287,11 @@ def gaussian_mechanism(key: Key, value: Array, *, epsilon: float, delta: float, 
     concrete("epsilon", epsilon, "gaussian_mechanism")
     concrete("delta", delta, "gaussian_mechanism")
     secure, granularity = _check_secure(secure, granularity)
+    guarantee = stated_guarantee(gaussian_mechanism_guarantee, epsilon=epsilon, delta=delta, sensitivity=sensitivity,
+                                 calibration=calibration, secure=secure, granularity=granularity)
     sigma = _gaussian_sigma(epsilon, delta, sensitivity, calibration, secure, granularity, value.size)
     released = _gaussian_release(key, value, sigma, secure, granularity)
-    return Release(released, GaussianInfo(sigma=jnp.asarray(sigma, jnp.float64), nonprivate_value=value))
+    return Release(released, GaussianInfo(sigma=jnp.asarray(sigma, jnp.float64), nonprivate_value=value), guarantee)
 
 
 def gaussian_mechanism_guarantee(*, epsilon: float, delta: float, sensitivity: float = 1.0,
@@ -356,11 +358,13 @@ def gaussian_mechanism_zcdp(key: Key, value: Array, *, rho: float, sensitivity: 
     concrete("rho", rho, "gaussian_mechanism_zcdp")
     sensitivity = check_positive("sensitivity", sensitivity)
     secure, granularity = _check_secure(secure, granularity)
+    guarantee = stated_guarantee(gaussian_mechanism_zcdp_guarantee, rho=rho, sensitivity=sensitivity, secure=secure,
+                                 granularity=granularity)
     if secure:
         sensitivity = _snapped_l2_sensitivity(sensitivity, granularity, value.size)
     sigma = gaussian_sigma_zcdp(rho, sensitivity)
     released = _gaussian_release(key, value, sigma, secure, granularity)
-    return Release(released, GaussianInfo(sigma=jnp.asarray(sigma, jnp.float64), nonprivate_value=value))
+    return Release(released, GaussianInfo(sigma=jnp.asarray(sigma, jnp.float64), nonprivate_value=value), guarantee)
 
 
 def gaussian_mechanism_zcdp_guarantee(*, rho: float, sensitivity: float = 1.0, secure: bool = False,

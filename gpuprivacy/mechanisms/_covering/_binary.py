@@ -14,7 +14,7 @@ from gpuprivacy._checks import check_epsilon, check_key, check_probability
 from gpuprivacy.accounting import PureDP
 from gpuprivacy.designs import DEFAULT_MAX_WORK, required_t, robust_order_statistics
 from gpuprivacy.mechanisms._covering._grid import _as_grid_values, _info, _prepare_design, grid_values
-from gpuprivacy.mechanisms._release import Release
+from gpuprivacy.mechanisms._release import Release, stated_guarantee
 from gpuprivacy.subsets import SubsetFamily
 
 
@@ -28,11 +28,12 @@ def blackbox_binary_from_values(key, values, *, design: SubsetFamily, epsilon: f
     epsilon = check_epsilon(epsilon)
     t, cap = required_t("binary", epsilon=epsilon, beta=check_probability("beta", beta))
     plan = _prepare_design(design, t, cap, max_work)
+    guarantee = stated_guarantee(blackbox_binary_guarantee, epsilon=epsilon)
     gv = _as_grid_values(values, design, 2)
     f = robust_order_statistics(gv.indices, design, cap=cap, plan=plan)
     threshold = (t + 1) / 2.0
     index = _binary_release(key, f, epsilon, threshold)
-    return Release(index.astype(jnp.float64), _info(index, t, cap, threshold, 2, design, plan, f, gv))
+    return Release(index.astype(jnp.float64), _info(index, t, cap, threshold, 2, design, plan, f, gv), guarantee)
 
 
 @jax.jit
@@ -81,9 +82,11 @@ def blackbox_binary(key, data, oracle_fn, *, design: SubsetFamily, epsilon: floa
     epsilon = check_epsilon(epsilon)
     t, cap = required_t("binary", epsilon=epsilon, beta=check_probability("beta", beta))
     _prepare_design(design, t, cap, max_work)
+    guarantee = stated_guarantee(blackbox_binary_guarantee, epsilon=epsilon)  # stated before the oracle runs
     values = grid_values(data, oracle_fn, design, lower=0.0, upper=1.0, resolution=1.0, present=present,
                          chunk_size=chunk_size, progress=progress)
-    return blackbox_binary_from_values(key, values, design=design, epsilon=epsilon, beta=beta, max_work=max_work)
+    release = blackbox_binary_from_values(key, values, design=design, epsilon=epsilon, beta=beta, max_work=max_work)
+    return release._replace(guarantee=guarantee)  # the same statement, by the same function
 
 
 def blackbox_binary_guarantee(*, epsilon: float) -> PureDP:

@@ -15,7 +15,7 @@ from gpuprivacy._checks import check_epsilon, check_key, check_probability
 from gpuprivacy.accounting import PureDP
 from gpuprivacy.designs import DEFAULT_MAX_WORK, hitting_counts, required_t, robust_order_statistics
 from gpuprivacy.mechanisms._covering._grid import _as_grid_values, _info, _prepare_design, grid_values, output_grid
-from gpuprivacy.mechanisms._release import Release
+from gpuprivacy.mechanisms._release import Release, stated_guarantee
 from gpuprivacy.mechanisms._selection._exponential import exponential_mechanism, exponential_mechanism_probabilities
 from gpuprivacy.subsets import SubsetFamily
 
@@ -70,10 +70,12 @@ def blackbox_estimate_from_values(key, values, *, design: SubsetFamily, epsilon:
     grid = output_grid(lower=lower, upper=upper, resolution=resolution)
     t, cap, tau = _pure_parameters(epsilon, check_probability("beta", beta), grid.size)
     plan = _prepare_design(design, t, cap, max_work)
+    guarantee = stated_guarantee(blackbox_estimate_guarantee, epsilon=epsilon)
     gv = _as_grid_values(values, design, grid.size)
     f = robust_order_statistics(gv.indices, design, cap=cap, plan=plan)
     index = _pure_release(key, f, epsilon, tau, grid.size)
-    return Release(jnp.asarray(grid)[index], _info(index, t, cap, float(tau), grid.size, design, plan, f, gv))
+    return Release(jnp.asarray(grid)[index], _info(index, t, cap, float(tau), grid.size, design, plan, f, gv),
+                   guarantee)
 
 
 def _pure_release(key, f, epsilon, tau, grid_size):
@@ -138,10 +140,12 @@ def blackbox_estimate(key, data, oracle_fn, *, design: SubsetFamily, epsilon: fl
     grid = output_grid(lower=lower, upper=upper, resolution=resolution)
     t, cap, _ = _pure_parameters(epsilon, check_probability("beta", beta), grid.size)
     _prepare_design(design, t, cap, max_work)  # refuse bad designs before touching data
+    guarantee = stated_guarantee(blackbox_estimate_guarantee, epsilon=epsilon)  # stated before the oracle runs
     values = grid_values(data, oracle_fn, design, lower=lower, upper=upper, resolution=resolution, present=present,
                          chunk_size=chunk_size, progress=progress)
-    return blackbox_estimate_from_values(key, values, design=design, epsilon=epsilon, lower=lower, upper=upper,
-                                         resolution=resolution, beta=beta, max_work=max_work)
+    release = blackbox_estimate_from_values(key, values, design=design, epsilon=epsilon, lower=lower, upper=upper,
+                                            resolution=resolution, beta=beta, max_work=max_work)
+    return release._replace(guarantee=guarantee)  # the same statement, by the same function
 
 
 def blackbox_estimate_guarantee(*, epsilon: float) -> PureDP:

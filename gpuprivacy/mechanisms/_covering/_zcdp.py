@@ -24,7 +24,7 @@ from gpuprivacy.designs import (
     zcdp_search_parameters,
 )
 from gpuprivacy.mechanisms._covering._grid import _as_grid_values, _info, _prepare_design, grid_values, output_grid
-from gpuprivacy.mechanisms._release import Release
+from gpuprivacy.mechanisms._release import Release, stated_guarantee
 from gpuprivacy.subsets import SubsetFamily
 
 
@@ -64,10 +64,11 @@ def blackbox_estimate_zcdp_from_values(key, values, *, design: SubsetFamily, rho
     steps, sigma, eta = zcdp_search_parameters(rho=rho, num_outputs=grid.size, beta=beta)
     t, cap = required_t("zcdp", rho=rho, num_outputs=grid.size, beta=beta)
     plan = _prepare_design(design, t, cap, max_work)
+    guarantee = stated_guarantee(blackbox_estimate_zcdp_guarantee, rho=rho)
     gv = _as_grid_values(values, design, grid.size)
     f = robust_order_statistics(gv.indices, design, cap=cap, plan=plan)
     index = _zcdp_release(key, f, sigma, eta, steps, grid.size)
-    return Release(jnp.asarray(grid)[index], _info(index, t, cap, eta, grid.size, design, plan, f, gv))
+    return Release(jnp.asarray(grid)[index], _info(index, t, cap, eta, grid.size, design, plan, f, gv), guarantee)
 
 
 def _zcdp_release(key, f, sigma, eta, steps, grid_size):
@@ -113,10 +114,12 @@ def blackbox_estimate_zcdp(key, data, oracle_fn, *, design: SubsetFamily, rho: f
     grid = output_grid(lower=lower, upper=upper, resolution=resolution)
     t, cap = required_t("zcdp", rho=rho, num_outputs=grid.size, beta=check_probability("beta", beta))
     _prepare_design(design, t, cap, max_work)
+    guarantee = stated_guarantee(blackbox_estimate_zcdp_guarantee, rho=rho)  # stated before the oracle runs
     values = grid_values(data, oracle_fn, design, lower=lower, upper=upper, resolution=resolution, present=present,
                          chunk_size=chunk_size, progress=progress)
-    return blackbox_estimate_zcdp_from_values(key, values, design=design, rho=rho, lower=lower, upper=upper,
-                                              resolution=resolution, beta=beta, max_work=max_work)
+    release = blackbox_estimate_zcdp_from_values(key, values, design=design, rho=rho, lower=lower, upper=upper,
+                                                 resolution=resolution, beta=beta, max_work=max_work)
+    return release._replace(guarantee=guarantee)  # the same statement, by the same function
 
 
 def blackbox_estimate_zcdp_guarantee(*, rho: float) -> ZCDP:

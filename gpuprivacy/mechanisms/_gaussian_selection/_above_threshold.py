@@ -26,7 +26,7 @@ from gpuprivacy._typing import Array, Key
 from gpuprivacy.accounting import PureDP, gaussian_at_epsilon_table
 from gpuprivacy.mechanisms._common import check_scores, concrete, unit_noise
 from gpuprivacy.mechanisms._gaussian_selection._bounded_queries import _check_bounded_class, _check_in_range, _check_sigma, _clamp
-from gpuprivacy.mechanisms._release import Release
+from gpuprivacy.mechanisms._release import Release, stated_guarantee
 
 
 NO_STOPPING_TIME = 0
@@ -195,6 +195,9 @@ def gaussian_above_threshold(key: Key, queries: Array, *, threshold: float, sigm
         threshold, sigma_threshold, sigma_query, sensitivity, lower, upper, where)
     _check_in_range(queries, "queries", lower, upper)
     num_queries = queries.shape[0]
+    guarantee = stated_guarantee(gaussian_above_threshold_guarantee, threshold=threshold,
+                                 sigma_threshold=sigma_threshold, sigma_query=sigma_query, sensitivity=sensitivity,
+                                 lower=lower, upper=upper, num_queries=num_queries)
     post, bottom = _above_threshold_tables(num_queries, threshold, sigma_threshold, sigma_query, sensitivity,
                                            lower, upper)
     epsilon_by_value = jnp.asarray(np.concatenate([bottom[-1:], post]), jnp.float64)
@@ -204,7 +207,7 @@ def gaussian_above_threshold(key: Key, queries: Array, *, threshold: float, sigm
         epsilon_by_value)
     return Release(stopping, GaussianAboveThresholdInfo(
         sigma_threshold=f64(sigma_threshold), sigma_query=f64(sigma_query), epsilon_post=epsilon_post,
-        nonprivate_true_stopping_time=true_stopping))
+        nonprivate_true_stopping_time=true_stopping), guarantee)
 
 
 def gaussian_above_threshold_guarantee(*, threshold: float, sigma_threshold: float, sigma_query: float,

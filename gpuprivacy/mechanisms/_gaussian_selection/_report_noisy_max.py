@@ -23,7 +23,7 @@ from gpuprivacy.accounting import PureDP, gaussian_rnm_epsilon
 from gpuprivacy._rounding import divide_up
 from gpuprivacy.mechanisms._common import check_choice, check_scores, unit_noise
 from gpuprivacy.mechanisms._gaussian_selection._bounded_queries import _check_bounded_class, _check_in_range, _check_sigma, _clamp
-from gpuprivacy.mechanisms._release import Release
+from gpuprivacy.mechanisms._release import Release, stated_guarantee
 from gpuprivacy.mechanisms._selection._common import (SelectionInfo, _check_selection, _noisy_argmax, _selection_info,
                                                       _selection_release)
 from gpuprivacy.mechanisms._selection._report_noisy_max import report_noisy_max
@@ -117,11 +117,13 @@ def gaussian_report_noisy_max(key: Key, scores: Scores, *, sigma: float, sensiti
     scores = check_scores(scores)
     sigma = _check_sigma("sigma", sigma, where)
     sensitivity, lower, upper = _check_bounded_class(sensitivity, lower, upper, where)
-    _check_num_candidates(scores.shape[0])
+    # Also refuses fewer than two candidates (_check_num_candidates).
+    guarantee = stated_guarantee(gaussian_report_noisy_max_guarantee, sigma=sigma, num_candidates=scores.shape[0],
+                                 sensitivity=sensitivity, lower=lower, upper=upper)
     _check_in_range(scores, "scores", lower, upper)
     selected, info = _gaussian_noisy_argmax(key, scores, jnp.asarray(sigma, jnp.float64),
                                             jnp.asarray(lower, jnp.float64), jnp.asarray(upper, jnp.float64))
-    return Release(selected, info)
+    return Release(selected, info, guarantee)
 
 
 def gaussian_report_noisy_max_guarantee(*, sigma: float, num_candidates: int, sensitivity: float, lower: float,
@@ -206,11 +208,18 @@ def laplace_report_noisy_max(key: Key, scores: Scores, *, epsilon: float, sensit
     """
     calibration = check_choice("calibration", calibration, LAPLACE_CALIBRATIONS)
     if calibration == "standard":  # one implementation: this calibration IS report noisy max with Laplace noise
-        return report_noisy_max(key, scores, epsilon=epsilon, sensitivity=sensitivity, noise="laplace")
-    key, scores, _ = _check_selection(key, scores, epsilon, sensitivity, False)
+        # Stated before report_noisy_max draws any noise (the function validates epsilon and sensitivity itself);
+        # report_noisy_max states the same PureDP(epsilon), replaced by this mechanism's own statement.
+        guarantee = stated_guarantee(laplace_report_noisy_max_guarantee, epsilon=epsilon, sensitivity=sensitivity,
+                                     calibration=calibration)
+        release = report_noisy_max(key, scores, epsilon=epsilon, sensitivity=sensitivity, noise="laplace")
+        return release._replace(guarantee=guarantee)
+    key, scores, epsilon, sensitivity, _, _ = _check_selection(key, scores, epsilon, sensitivity, False)
+    guarantee = stated_guarantee(laplace_report_noisy_max_guarantee, epsilon=epsilon, sensitivity=sensitivity,
+                                 calibration=calibration)
     scale = jnp.asarray(_laplace_scale(epsilon, sensitivity, scores.shape[0], calibration), jnp.float64)
     selected, info = _noisy_argmax(key, scores, scale, noise="laplace")
-    return _selection_release(selected, info, epsilon, sensitivity)
+    return _selection_release(selected, info, epsilon, sensitivity, guarantee)
 
 
 def laplace_report_noisy_max_guarantee(*, epsilon: float, sensitivity: float = 1.0,

@@ -52,7 +52,7 @@ from gpuprivacy.mechanisms._gaussian_selection._above_threshold import (
     _check_above_threshold_parameters,
 )
 from gpuprivacy.mechanisms._gaussian_selection._bounded_queries import _check_in_range, _clamp
-from gpuprivacy.mechanisms._release import Release, withheld_unless
+from gpuprivacy.mechanisms._release import Release, stated_guarantee, withheld_unless
 
 ZHU_WANG_CONVERSIONS = ("markov", "bbghs")
 _SQRT3 = math.sqrt(3.0)
@@ -206,7 +206,7 @@ def _run_epsilons(deltas, sigma_threshold, sigma_query, threshold, sensitivity, 
 
 
 def _sparse_vector_release(key, queries, parameters, run_epsilon, run_delta, budget, delta_prime,
-                           delta_double_prime, accounting):
+                           delta_double_prime, accounting, guarantee):
     threshold, sigma_threshold, sigma_query, sensitivity, lower, upper = parameters
     num_queries = queries.shape[0]
     post, bottom = _above_threshold_tables(num_queries, threshold, sigma_threshold, sigma_query, sensitivity,
@@ -220,7 +220,7 @@ def _sparse_vector_release(key, queries, parameters, run_epsilon, run_delta, bud
     return Release(bits, GaussianSparseVectorInfo(
         sigma_threshold=f64(sigma_threshold), sigma_query=f64(sigma_query), spent=spent,
         spent_by_step=spent_by_step, num_runs=num_runs, halted=halted, delta_used=delta_used,
-        nonprivate_true_answers=true_answers))
+        nonprivate_true_answers=true_answers), guarantee)
 
 
 def gaussian_sparse_vector(key: Key, queries: Array, *, threshold: float, sigma_threshold: float,
@@ -311,13 +311,19 @@ def gaussian_sparse_vector(key: Key, queries: Array, *, threshold: float, sigma_
     delta = check_delta(delta)
     paper_mode = check_bool("paper_mode", paper_mode)
     num_queries = queries.shape[0]
+    threshold, sigma_threshold, sigma_query, sensitivity, lower, upper = parameters
+    guarantee = stated_guarantee(gaussian_sparse_vector_guarantee, threshold=threshold,
+                                 sigma_threshold=sigma_threshold, sigma_query=sigma_query, sensitivity=sensitivity,
+                                 lower=lower, upper=upper, epsilon=epsilon, delta=delta, schedule=schedule,
+                                 max_instances=max_instances, query_cap=query_cap, paper_mode=paper_mode,
+                                 num_queries=num_queries)
     run_delta = self_reporting_filter_deltas(num_queries, delta=delta, schedule=schedule, max_steps=max_instances,
                                              paper_mode=paper_mode)
-    threshold, sigma_threshold, sigma_query, sensitivity, lower, _ = parameters
     run_epsilon = _run_epsilons(run_delta, sigma_threshold, sigma_query, threshold, sensitivity, lower, "markov",
                                 num_queries if query_cap else None)
     # delta_prime / delta_double_prime are Whitehouse-only; FSRC ignores the placeholders 0.5 and 0.0.
-    release = _sparse_vector_release(key, queries, parameters, run_epsilon, run_delta, epsilon, 0.5, 0.0, "fsrc")
+    release = _sparse_vector_release(key, queries, parameters, run_epsilon, run_delta, epsilon, 0.5, 0.0, "fsrc",
+                                     guarantee)
     return withheld_unless(release, _budget_ok(epsilon, delta))
 
 
@@ -415,13 +421,18 @@ def gaussian_sparse_vector_whitehouse(key: Key, queries: Array, *, threshold: fl
     delta_double_prime = check_delta(delta_double_prime, "delta_double_prime")
     conversion = check_choice("conversion", conversion, ZHU_WANG_CONVERSIONS)
     num_queries = queries.shape[0]
+    threshold, sigma_threshold, sigma_query, sensitivity, lower, upper = parameters
+    guarantee = stated_guarantee(gaussian_sparse_vector_whitehouse_guarantee, threshold=threshold,
+                                 sigma_threshold=sigma_threshold, sigma_query=sigma_query, sensitivity=sensitivity,
+                                 lower=lower, upper=upper, epsilon=epsilon, delta_prime=delta_prime,
+                                 delta_double_prime=delta_double_prime, schedule=schedule,
+                                 max_instances=max_instances, query_cap=query_cap, conversion=conversion)
     run_delta = self_reporting_filter_deltas(num_queries, delta=delta_double_prime, schedule=schedule,
                                              max_steps=max_instances)
-    threshold, sigma_threshold, sigma_query, sensitivity, lower, _ = parameters
     run_epsilon = _run_epsilons(run_delta, sigma_threshold, sigma_query, threshold, sensitivity, lower, conversion,
                                 num_queries if query_cap else None)
     release = _sparse_vector_release(key, queries, parameters, run_epsilon, run_delta, epsilon, delta_prime,
-                                     delta_double_prime, "whitehouse")
+                                     delta_double_prime, "whitehouse", guarantee)
     return withheld_unless(release, all_ok(_budget_ok(epsilon, delta_prime), _budget_ok(epsilon, delta_double_prime)))
 
 

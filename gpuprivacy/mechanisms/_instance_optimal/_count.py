@@ -16,7 +16,7 @@ from gpuprivacy.mechanisms._instance_optimal._dataset_checks import pure_guarant
 from gpuprivacy.mechanisms._instance_optimal._local_bounds_type import LocalBounds
 from gpuprivacy.mechanisms._instance_optimal._piecewise_laplace import _sample_kernel, piecewise_release
 from gpuprivacy.mechanisms._instance_optimal._statistic_bounds import count_bounds
-from gpuprivacy.mechanisms._release import Release
+from gpuprivacy.mechanisms._release import Release, stated_guarantee
 
 
 @functools.partial(jax.jit, static_argnames=("pieces", "mechanism"))
@@ -56,7 +56,7 @@ def piecewise_laplace_count(key: Key, count: Any, *, epsilon: float) -> Release:
       >>> float(io.piecewise_laplace_count(jax.random.key(0), 3, epsilon=1.0).value) >= 0
       True
     """
-    return _count(key, count, epsilon, "piecewise_laplace")
+    return _count(key, count, epsilon, "piecewise_laplace", piecewise_laplace_count_guarantee)
 
 
 def inverse_sensitivity_count(key: Key, count: Any, *, epsilon: float) -> Release:
@@ -71,17 +71,19 @@ def inverse_sensitivity_count(key: Key, count: Any, *, epsilon: float) -> Releas
       >>> bool(release.value >= 0)
       True
     """
-    return _count(key, count, epsilon, "inverse_sensitivity")
+    return _count(key, count, epsilon, "inverse_sensitivity", inverse_sensitivity_count_guarantee)
 
 
-def _count(key, count, epsilon, mechanism):
+def _count(key, count, epsilon, mechanism, guarantee_fn):
     require_x64(mechanism)
     key = check_key(key)
     epsilon = check_epsilon(epsilon)
     bounds = count_bounds(count)  # validates
     if bounds.upper.ndim != 1:
         raise ValueError(f"count must be a scalar, got shape {bounds.upper.shape[:-1]}. Use jax.vmap for batching.")
-    return _count_release(key, bounds.upper[0], jnp.asarray(epsilon, jnp.float64), 0, mechanism)
+    guarantee = stated_guarantee(guarantee_fn, epsilon=epsilon)
+    release = _count_release(key, bounds.upper[0], jnp.asarray(epsilon, jnp.float64), 0, mechanism)
+    return release._replace(guarantee=guarantee)  # static metadata, attached outside the jitted kernel
 
 
 def piecewise_laplace_count_guarantee(*, epsilon: float) -> PureDP:

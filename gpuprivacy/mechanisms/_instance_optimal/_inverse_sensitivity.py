@@ -61,7 +61,8 @@ def inverse_sensitivity(key: Key, bounds: LocalBounds, *, epsilon: float, smooth
       approximate inverse sensitivity mechanisms <https://arxiv.org/abs/2005.10630>`_,
       NeurIPS 2020; Durfee 2025, Def 4.1, Cor 4.1, Thm 2.
     """
-    return release_from_bounds(key, bounds, epsilon, smoothness, "inverse_sensitivity")
+    return release_from_bounds(key, bounds, epsilon, smoothness, "inverse_sensitivity",
+                               inverse_sensitivity_guarantee)
 
 
 @renamed_keywords(rho="smoothness")

@@ -13,7 +13,7 @@ from gpuprivacy._typing import Key
 from gpuprivacy.accounting import PureDP
 from gpuprivacy.mechanisms._classic import LaplaceInfo
 from gpuprivacy.mechanisms._instance_optimal._dataset_checks import check_dataset, check_domain, pure_guarantee
-from gpuprivacy.mechanisms._release import Release
+from gpuprivacy.mechanisms._release import Release, stated_guarantee
 
 
 def laplace_median(key: Key, data: Any, *, epsilon: float, lower: float, upper: float,
@@ -45,10 +45,11 @@ def laplace_median(key: Key, data: Any, *, epsilon: float, lower: float, upper: 
     epsilon = check_epsilon(epsilon)
     lower, upper = check_domain(lower, upper)
     x = check_dataset(data, lower, upper, clip)
+    guarantee = stated_guarantee(laplace_median_guarantee, epsilon=epsilon, lower=lower, upper=upper, clip=clip)
     value, med = _laplace_median(key, x, jnp.asarray(epsilon, jnp.float64), lower, upper)
     ok = epsilon_ok(epsilon)  # a traced epsilon skipped check_epsilon: withhold the release if it is invalid
     return Release(fail_closed(value, ok), LaplaceInfo(jnp.asarray((upper - lower) / epsilon), med,
-                                                       valid=jnp.asarray(ok)))
+                                                       valid=jnp.asarray(ok)), guarantee)
 
 
 @jax.jit

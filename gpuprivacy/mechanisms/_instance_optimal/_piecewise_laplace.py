@@ -44,7 +44,7 @@ from gpuprivacy._typing import Array, Key
 from gpuprivacy.accounting import PureDP
 from gpuprivacy.mechanisms._instance_optimal._local_bounds_type import LocalBounds, _check_smoothness, check_bounds
 from gpuprivacy.mechanisms._piecewise_sampler import sample_piecewise
-from gpuprivacy.mechanisms._release import Release
+from gpuprivacy.mechanisms._release import Release, stated_guarantee
 
 
 MECHANISMS = ("piecewise_laplace", "inverse_sensitivity")
@@ -181,14 +181,20 @@ def piecewise_release(value, epsilon, center, j) -> Release:
                                                                 jnp.asarray(ok)))
 
 
-def release_from_bounds(key, bounds, epsilon, smoothness, mechanism) -> Release:
-    """Checked entry shared by :func:`piecewise_laplace` and ``inverse_sensitivity``."""
+def release_from_bounds(key, bounds, epsilon, smoothness, mechanism, guarantee_fn) -> Release:
+    """Checked entry shared by :func:`piecewise_laplace` and ``inverse_sensitivity``.
+
+    ``guarantee_fn`` is the calling mechanism's public ``*_guarantee``; its value is stated on the release.
+    """
     require_x64(mechanism)
     key = check_key(key)
     bounds = check_bounds(bounds)
     epsilon = check_epsilon(epsilon)
     smoothness = _check_smoothness(smoothness)
-    return _release(key, bounds, jnp.asarray(epsilon, jnp.float64), jnp.asarray(smoothness, jnp.float64), mechanism)
+    guarantee = stated_guarantee(guarantee_fn, epsilon=epsilon, smoothness=smoothness)
+    release = _release(key, bounds, jnp.asarray(epsilon, jnp.float64), jnp.asarray(smoothness, jnp.float64),
+                       mechanism)
+    return release._replace(guarantee=guarantee)  # static metadata, attached outside the jitted kernel
 
 
 @renamed_keywords(rho="smoothness")
@@ -250,7 +256,7 @@ def piecewise_laplace(key: Key, bounds: LocalBounds, *, epsilon: float, smoothne
       Differential Privacy <https://arxiv.org/abs/2505.02798>`_, 2025,
       Def 3.1, Alg 1, Lemma 3.1, Thm 1, §4.1-4.2.
     """
-    return release_from_bounds(key, bounds, epsilon, smoothness, "piecewise_laplace")
+    return release_from_bounds(key, bounds, epsilon, smoothness, "piecewise_laplace", piecewise_laplace_guarantee)
 
 
 @renamed_keywords(rho="smoothness")

@@ -32,7 +32,7 @@ from gpuprivacy.mechanisms._instance_optimal._statistic_bounds import (
     _clipped_mean_bounds,
     _order_statistic_bounds,
 )
-from gpuprivacy.mechanisms._release import Release
+from gpuprivacy.mechanisms._release import Release, stated_guarantee
 
 
 @functools.partial(jax.jit, static_argnames=("statistic", "rank", "pieces", "mechanism"))
@@ -46,8 +46,8 @@ def _statistic_release(key, data, epsilon, lower, upper, statistic, rank, pieces
     return piecewise_release(value, epsilon, center, j)
 
 
-def _run(key, data, epsilon, lower, upper, clip, statistic, mechanism, *, quantile=None, median=False,
-         max_pieces=None):
+def _run(key, data, epsilon, lower, upper, clip, statistic, mechanism, guarantee_fn, *, quantile=None,
+         median=False, max_pieces=None):
     require_x64(mechanism)
     key = check_key(key)
     epsilon = check_epsilon(epsilon)
@@ -59,8 +59,14 @@ def _run(key, data, epsilon, lower, upper, clip, statistic, mechanism, *, quanti
     if statistic == "order":
         rank = median_rank(n) if median else quantile_rank(quantile, n)
         pieces = _max_pieces(max_pieces, n)
-    return _statistic_release(key, x, jnp.asarray(epsilon, jnp.float64), jnp.asarray(lower, jnp.float64),
-                              jnp.asarray(upper, jnp.float64), statistic, rank, pieces, mechanism)
+    # The calling mechanism's own *_guarantee, with its own keywords (a quantile function also takes quantile).
+    params = dict(epsilon=epsilon, lower=lower, upper=upper, clip=clip)
+    if quantile is not None:
+        params["quantile"] = quantile
+    guarantee = stated_guarantee(guarantee_fn, **params)
+    release = _statistic_release(key, x, jnp.asarray(epsilon, jnp.float64), jnp.asarray(lower, jnp.float64),
+                                 jnp.asarray(upper, jnp.float64), statistic, rank, pieces, mechanism)
+    return release._replace(guarantee=guarantee)  # static metadata, attached outside the jitted kernel
 
 
 def piecewise_laplace_median(key: Key, data: Any, *, epsilon: float, lower: float, upper: float,
@@ -113,7 +119,8 @@ def piecewise_laplace_median(key: Key, data: Any, *, epsilon: float, lower: floa
       Differential Privacy <https://arxiv.org/abs/2505.02798>`_, 2025, Thm 1;
       Asi & Duchi, NeurIPS 2020 (inverse sensitivity).
     """
-    return _run(key, data, epsilon, lower, upper, clip, "order", "piecewise_laplace", median=True)
+    return _run(key, data, epsilon, lower, upper, clip, "order",
+                "piecewise_laplace", piecewise_laplace_median_guarantee, median=True)
 
 
 def inverse_sensitivity_median(key: Key, data: Any, *, epsilon: float, lower: float, upper: float,
@@ -154,7 +161,8 @@ def inverse_sensitivity_median(key: Key, data: Any, *, epsilon: float, lower: fl
       Differential Privacy <https://arxiv.org/abs/2505.02798>`_, 2025, Def 4.1;
       Asi & Duchi, NeurIPS 2020 (inverse sensitivity).
     """
-    return _run(key, data, epsilon, lower, upper, clip, "order", "inverse_sensitivity", median=True)
+    return _run(key, data, epsilon, lower, upper, clip, "order",
+                "inverse_sensitivity", inverse_sensitivity_median_guarantee, median=True)
 
 
 def piecewise_laplace_quantile(key: Key, data: Any, *, quantile: float, epsilon: float, lower: float, upper: float,
@@ -199,7 +207,8 @@ def piecewise_laplace_quantile(key: Key, data: Any, *, quantile: float, epsilon:
       Differential Privacy <https://arxiv.org/abs/2505.02798>`_, 2025, Thm 1;
       Asi & Duchi, NeurIPS 2020 (inverse sensitivity).
     """
-    return _run(key, data, epsilon, lower, upper, clip, "order", "piecewise_laplace", quantile=quantile)
+    return _run(key, data, epsilon, lower, upper, clip, "order",
+                "piecewise_laplace", piecewise_laplace_quantile_guarantee, quantile=quantile)
 
 
 def inverse_sensitivity_quantile(key: Key, data: Any, *, quantile: float, epsilon: float, lower: float,
@@ -240,7 +249,8 @@ def inverse_sensitivity_quantile(key: Key, data: Any, *, quantile: float, epsilo
       Differential Privacy <https://arxiv.org/abs/2505.02798>`_, 2025, Def 4.1;
       Asi & Duchi, NeurIPS 2020 (inverse sensitivity).
     """
-    return _run(key, data, epsilon, lower, upper, clip, "order", "inverse_sensitivity", quantile=quantile)
+    return _run(key, data, epsilon, lower, upper, clip, "order",
+                "inverse_sensitivity", inverse_sensitivity_quantile_guarantee, quantile=quantile)
 
 
 def piecewise_laplace_clipped_mean(key: Key, data: Any, *, epsilon: float, lower: float, upper: float,
@@ -284,7 +294,8 @@ def piecewise_laplace_clipped_mean(key: Key, data: Any, *, epsilon: float, lower
       Differential Privacy <https://arxiv.org/abs/2505.02798>`_, 2025, Thm 1;
       Asi & Duchi, NeurIPS 2020 (inverse sensitivity).
     """
-    return _run(key, data, epsilon, lower, upper, clip, "mean", "piecewise_laplace")
+    return _run(key, data, epsilon, lower, upper, clip, "mean",
+                "piecewise_laplace", piecewise_laplace_clipped_mean_guarantee)
 
 
 def inverse_sensitivity_clipped_mean(key: Key, data: Any, *, epsilon: float, lower: float, upper: float,
@@ -325,7 +336,8 @@ def inverse_sensitivity_clipped_mean(key: Key, data: Any, *, epsilon: float, low
       Differential Privacy <https://arxiv.org/abs/2505.02798>`_, 2025, Def 4.1;
       Asi & Duchi, NeurIPS 2020 (inverse sensitivity).
     """
-    return _run(key, data, epsilon, lower, upper, clip, "mean", "inverse_sensitivity")
+    return _run(key, data, epsilon, lower, upper, clip, "mean",
+                "inverse_sensitivity", inverse_sensitivity_clipped_mean_guarantee)
 
 
 def piecewise_laplace_median_guarantee(*, epsilon: float, lower: float, upper: float,

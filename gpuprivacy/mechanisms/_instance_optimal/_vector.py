@@ -40,7 +40,7 @@ from gpuprivacy._config import require_x64
 from gpuprivacy._typing import Key
 from gpuprivacy.accounting import PureDP
 from gpuprivacy.mechanisms._common import check_choice
-from gpuprivacy.mechanisms._release import Release, withheld_unless
+from gpuprivacy.mechanisms._release import Release, stated_guarantee, withheld_unless
 
 NORMS = ("l1", "l2")
 _BISECTION_STEPS = 64  # bracket / 2^64: below float64 resolution
@@ -176,7 +176,11 @@ def piecewise_laplace_vector(key: Key, center: Any, radii: Any, *, epsilon: floa
     key = check_key(key)
     epsilon = check_epsilon(epsilon)
     center, radii, gs, norm = _check_vector_inputs(center, radii, global_sensitivity, norm)
+    # global_sensitivity as passed: _check_vector_inputs returns it as a device array for the kernel.
+    guarantee = stated_guarantee(piecewise_laplace_vector_guarantee, epsilon=epsilon,
+                                 global_sensitivity=global_sensitivity, norm=norm)
     release = _vector_release(key, center, radii, gs, jnp.asarray(epsilon, jnp.float64), norm)
+    release = release._replace(guarantee=guarantee)  # static metadata, attached outside the jitted kernel
     return withheld_unless(release, epsilon_ok(epsilon))  # a traced epsilon skipped the eager check
 
 

@@ -37,7 +37,7 @@ from gpuprivacy.accounting import PureDP
 from gpuprivacy.mechanisms._common import check_bool
 from gpuprivacy.mechanisms._median._config import median_config
 from gpuprivacy.mechanisms._piecewise_sampler import sample_piecewise
-from gpuprivacy.mechanisms._release import Release
+from gpuprivacy.mechanisms._release import Release, stated_guarantee
 
 
 def nonprivate_median(data) -> float:
@@ -130,12 +130,14 @@ def exponential_mechanism_median(key: Key, data, *, epsilon: float, lower: float
     if not is_tracer(data) and data.ndim != 1:
         raise ValueError(f"data must be a vector of n records, got shape {data.shape}.")
     data = check_rows_in_domain(data, lower, upper, clip)
+    guarantee = stated_guarantee(exponential_mechanism_median_guarantee, epsilon=epsilon, lower=lower, upper=upper,
+                                 clip=clip)
     value = _exponential_median(key, jnp.asarray(data, jnp.float64), jnp.float64(epsilon), jnp.float64(lower),
                                 jnp.float64(upper))
     ok = all_ok(epsilon_ok(epsilon), traced_ok(jnp.asarray(lower < upper), "lower must be < upper")
                 if is_tracer(lower) or is_tracer(upper) else True)
     return Release(fail_closed(value, ok), ExponentialMedianInfo(lower=jnp.float64(lower), upper=jnp.float64(upper),
-                                                                 valid=jnp.asarray(ok)))
+                                                                 valid=jnp.asarray(ok)), guarantee)
 
 
 def exponential_mechanism_median_guarantee(*, epsilon: float, lower: float, upper: float,

@@ -50,7 +50,7 @@ from gpuprivacy.mechanisms._median._density import (
 )
 from gpuprivacy.mechanisms._common import check_bool
 from gpuprivacy.mechanisms._piecewise_sampler import sample_piecewise
-from gpuprivacy.mechanisms._release import Release, batched_trials
+from gpuprivacy.mechanisms._release import Release, batched_trials, stated_guarantee
 
 ROUTE_FAST, ROUTE_CAPPED, ROUTE_OVERFLOW = 0, 1, 2
 ROUTE_NAMES = ("certified-fast-path", "full", "full-overflow")
@@ -272,6 +272,10 @@ def private_median(key: Key, data, *, epsilon: float, lower: float = -math.inf, 
     cfg = median_config(np.shape(data)[0], epsilon=epsilon, min_density=min_density, radius=radius,
                         median_bound=median_bound, constant=constant, median_index=median_index,
                         grid_resolution=grid_resolution, max_rows=max_rows)
+    guarantee = stated_guarantee(private_median_guarantee, epsilon=epsilon, lower=lower, upper=upper, clip=clip,
+                                 min_density=min_density, radius=radius, median_bound=median_bound,
+                                 constant=constant, median_index=median_index, grid_resolution=grid_resolution,
+                                 max_rows=max_rows)
     data = jnp.asarray(data, jnp.float64)
     if is_tracer(data) or is_tracer(key):
         if cfg.full_rows > TRACED_OVERFLOW_ROWS:
@@ -280,7 +284,7 @@ def private_median(key: Key, data, *, epsilon: float, lower: float = -math.inf, 
                 f"to {TRACED_OVERFLOW_ROWS} envelope rows; these parameters need up to {cfg.full_rows} "
                 f"(ceil(L r n/2) + 1). Use private_median_trials for batches, or call private_median eagerly.")
         value, info = _private_median(key, data, cfg, True)
-        return Release(value, info)
+        return Release(value, info, guarantee)
     # Eager: route on the host, so only the kernels this data set needs are compiled.
     max_rows, cfg = cfg.max_rows, _kernel_config(cfg)
     s, fast = _snap_and_certify(data[None, :], cfg)
@@ -294,7 +298,7 @@ def private_median(key: Key, data, *, epsilon: float, lower: float = -math.inf, 
             # Overflow route: the same density with room for every surviving row.
             value, count, k0 = (a[0] for a in _full_values(key[None], s, cfg, cfg.full_rows))
             route = ROUTE_OVERFLOW
-    return Release(value, _info(s[0], jnp.int64(route), jnp.int64(count), jnp.int64(k0), cfg))
+    return Release(value, _info(s[0], jnp.int64(route), jnp.int64(count), jnp.int64(k0), cfg), guarantee)
 
 
 def private_median_guarantee(*, epsilon: float, lower: float = -math.inf, upper: float = math.inf,
@@ -450,6 +454,8 @@ def _private_median_run_trials(keys, data, *, batched_args: bool, **params) -> R
     else:
         data = _check_median_data(data)
         data = np.broadcast_to(data, (num_trials,) + data.shape)
+    # The guarantee first, from the same parameters, before the driver draws any noise.
+    guarantee = stated_guarantee(private_median_guarantee, **params)
     values, route, rows, distance, _, s, cfg = _host_routed_trials(keys, data, **params)
     full = lambda value, dtype: jnp.full((num_trials,), value, dtype)  # noqa: E731
     info = PrivateMedianInfo(
@@ -457,7 +463,7 @@ def _private_median_run_trials(keys, data, *, batched_args: bool, **params) -> R
         num_windows=full(cfg.num_windows, jnp.int64), nonprivate_route=jnp.asarray(route, jnp.int64),
         nonprivate_num_rows=jnp.asarray(rows, jnp.int64), nonprivate_distance=jnp.asarray(distance, jnp.int64),
         nonprivate_median=s[:, cfg.median_index - 1].astype(jnp.float64) * cfg.unit)
-    return Release(jnp.asarray(values, jnp.float64), info)
+    return Release(jnp.asarray(values, jnp.float64), info, guarantee)
 
 
 batched_trials(_private_median_run_trials)(private_median)

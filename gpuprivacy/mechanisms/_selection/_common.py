@@ -68,6 +68,7 @@ def _selection_scale(epsilon, sensitivity, monotonic):
 
 
 def _check_selection(key, scores, epsilon, sensitivity, monotonic, name="scores"):
+    """The validated ``(key, scores, epsilon, sensitivity, monotonic, scale)``."""
     require_x64("private selection")
     key = check_key(key)
     scores = check_scores(scores, name)
@@ -75,13 +76,13 @@ def _check_selection(key, scores, epsilon, sensitivity, monotonic, name="scores"
     sensitivity = check_positive("sensitivity", sensitivity)
     monotonic = check_bool("monotonic", monotonic)
     scale = jnp.asarray(_selection_scale(epsilon, sensitivity, monotonic), jnp.float64)
-    return key, scores, scale
+    return key, scores, epsilon, sensitivity, monotonic, scale
 
 
-def _selection_release(selected, info, epsilon, sensitivity):
-    """The selection's Release, failed closed when a traced epsilon or sensitivity is invalid."""
+def _selection_release(selected, info, epsilon, sensitivity, guarantee):
+    """The selection's Release stating ``guarantee``, failed closed when a traced epsilon or sensitivity is invalid."""
     ok = all_ok(epsilon_ok(epsilon), positive_ok("sensitivity", sensitivity))
-    return Release(fail_closed(selected, ok), info._replace(valid=jnp.asarray(ok)))
+    return Release(fail_closed(selected, ok), info._replace(valid=jnp.asarray(ok)), guarantee)
 
 
 def _selection_info(scores, selected, scale):

@@ -15,7 +15,7 @@ from gpuprivacy._config import require_x64
 from gpuprivacy._typing import Array, Key, Scores
 from gpuprivacy.accounting import PureDP
 from gpuprivacy.mechanisms._common import check_bool, check_scores, sanitize
-from gpuprivacy.mechanisms._release import Release
+from gpuprivacy.mechanisms._release import Release, stated_guarantee
 from gpuprivacy.mechanisms._selection._common import _check_selection, _noisy_argmax, _selection_scale, _selection_release
 
 
@@ -59,9 +59,12 @@ def exponential_mechanism(key: Key, utilities: Scores, *, epsilon: float, sensit
       <https://doi.org/10.1109/FOCS.2007.66>`_, FOCS 2007;
       Dwork & Roth, The Algorithmic Foundations of Differential Privacy, 2014, Thm 3.10.
     """
-    key, scores, scale = _check_selection(key, utilities, epsilon, sensitivity, monotonic, "utilities")
+    key, scores, epsilon, sensitivity, monotonic, scale = _check_selection(key, utilities, epsilon, sensitivity,
+                                                                           monotonic, "utilities")
+    guarantee = stated_guarantee(exponential_mechanism_guarantee, epsilon=epsilon, sensitivity=sensitivity,
+                                 monotonic=monotonic)
     selected, info = _noisy_argmax(key, scores, scale, noise="gumbel")
-    return _selection_release(selected, info, epsilon, sensitivity)
+    return _selection_release(selected, info, epsilon, sensitivity, guarantee)
 
 
 def exponential_mechanism_guarantee(*, epsilon: float, sensitivity: float = 1.0,

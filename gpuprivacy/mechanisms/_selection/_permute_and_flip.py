@@ -16,7 +16,7 @@ from gpuprivacy._config import require_x64
 from gpuprivacy._typing import Array, Key, Scores
 from gpuprivacy.accounting import PureDP
 from gpuprivacy.mechanisms._common import check_bool, check_scores, sanitize
-from gpuprivacy.mechanisms._release import Release
+from gpuprivacy.mechanisms._release import Release, stated_guarantee
 from gpuprivacy.mechanisms._selection._common import SelectionInfo, _check_selection, _selection_info, _selection_scale, _selection_release
 
 
@@ -80,9 +80,11 @@ def permute_and_flip(key: Key, scores: Scores, *, epsilon: float, sensitivity: f
       Mechanism is Identical to Report-Noisy-Max with Exponential Noise
       <https://arxiv.org/abs/2105.07260>`_, 2021.
     """
-    key, scores, scale = _check_selection(key, scores, epsilon, sensitivity, monotonic)
+    key, scores, epsilon, sensitivity, monotonic, scale = _check_selection(key, scores, epsilon, sensitivity, monotonic)
+    guarantee = stated_guarantee(permute_and_flip_guarantee, epsilon=epsilon, sensitivity=sensitivity,
+                                 monotonic=monotonic)
     selected, info = _permute_and_flip(key, scores, scale)
-    return _selection_release(selected, info, epsilon, sensitivity)
+    return _selection_release(selected, info, epsilon, sensitivity, guarantee)
 
 
 def permute_and_flip_guarantee(*, epsilon: float, sensitivity: float = 1.0, monotonic: bool = False) -> PureDP:

@@ -10,7 +10,7 @@ from gpuprivacy._checks import check_positive
 from gpuprivacy._typing import Key, Scores
 from gpuprivacy.accounting import PureDP
 from gpuprivacy.mechanisms._common import check_bool, check_choice
-from gpuprivacy.mechanisms._release import Release
+from gpuprivacy.mechanisms._release import Release, stated_guarantee
 from gpuprivacy.mechanisms._selection._common import NOISE_NAMES, _check_selection, _noisy_argmax, _selection_release
 
 
@@ -69,9 +69,11 @@ def report_noisy_max(key: Key, scores: Scores, *, epsilon: float, sensitivity: f
       <https://arxiv.org/abs/2105.07260>`_, 2021.
     """
     noise = check_choice("noise", noise, NOISE_NAMES)
-    key, scores, scale = _check_selection(key, scores, epsilon, sensitivity, monotonic)
+    key, scores, epsilon, sensitivity, monotonic, scale = _check_selection(key, scores, epsilon, sensitivity, monotonic)
+    guarantee = stated_guarantee(report_noisy_max_guarantee, epsilon=epsilon, sensitivity=sensitivity, noise=noise,
+                                 monotonic=monotonic)
     selected, info = _noisy_argmax(key, scores, scale, noise=noise)
-    return _selection_release(selected, info, epsilon, sensitivity)
+    return _selection_release(selected, info, epsilon, sensitivity, guarantee)
 
 
 def report_noisy_max_guarantee(*, epsilon: float, sensitivity: float = 1.0, noise: str = "gumbel",

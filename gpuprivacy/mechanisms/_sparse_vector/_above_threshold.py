@@ -53,7 +53,7 @@ from gpuprivacy.mechanisms._common import (
     sanitize,
     unit_noise,
 )
-from gpuprivacy.mechanisms._release import Release
+from gpuprivacy.mechanisms._release import Release, stated_guarantee
 
 NO_QUERY_ABOVE = -1
 """The ⊥ encoding of :func:`above_threshold`: no query was found above the threshold."""
@@ -119,23 +119,29 @@ def _sparse_vector(key: Key, queries: Array, threshold: Array, threshold_scale: 
 
 
 def _check_sparse_vector(key, queries, threshold, epsilon, sensitivity, monotonic, max_positives):
+    """The validated ``(key, queries, threshold, epsilon, sensitivity, monotonic, max_positives)``."""
     require_x64("sparse vector")
     key = check_key(key)
     queries = check_scores(queries, "queries")
     threshold = check_finite_real("threshold", threshold)
     epsilon = check_epsilon(epsilon)
     sensitivity = check_positive("sensitivity", sensitivity)
-    # Traced parameters skipped the checks above: checked by value, the release is withheld if they fail.
-    ok = all_ok(epsilon_ok(epsilon), positive_ok("sensitivity", sensitivity), finite_ok("threshold", threshold))
-    threshold = jnp.asarray(threshold, jnp.float64)
     monotonic = check_bool("monotonic", monotonic)
     max_positives = check_int("max_positives", max_positives, minimum=1)
+    return key, queries, threshold, epsilon, sensitivity, monotonic, max_positives
+
+
+def _sparse_vector_scales(threshold, epsilon, sensitivity, monotonic, max_positives):
+    """The kernel's ``(threshold, threshold_scale, query_scale, cutoff, ok)`` from validated parameters."""
+    # Traced parameters skipped the checks: checked by value, the release is withheld if they fail.
+    ok = all_ok(epsilon_ok(epsilon), positive_ok("sensitivity", sensitivity), finite_ok("threshold", threshold))
+    threshold = jnp.asarray(threshold, jnp.float64)
     # epsilon_1 = epsilon / 2: scale Delta / epsilon_1 = 2 Delta / epsilon.
     threshold_scale = divide_up(sensitivity, epsilon, multiplier=2)
     # epsilon_2 = epsilon / 2: scale 2 c Delta / epsilon_2 = 4 c Delta / epsilon (half if monotonic).
     query_scale = divide_up(sensitivity, epsilon, multiplier=(2 if monotonic else 4) * max_positives)
-    return (key, queries, threshold, jnp.asarray(threshold_scale, jnp.float64),
-            jnp.asarray(query_scale, jnp.float64), jnp.asarray(max_positives, jnp.int32), ok)
+    return (threshold, jnp.asarray(threshold_scale, jnp.float64), jnp.asarray(query_scale, jnp.float64),
+            jnp.asarray(max_positives, jnp.int32), ok)
 
 
 def above_threshold(key: Key, queries: Array, *, threshold: float, epsilon: float, sensitivity: float = 1.0,
@@ -185,13 +191,18 @@ def above_threshold(key: Key, queries: Array, *, threshold: float, epsilon: floa
       Privacy <https://arxiv.org/abs/1603.01699>`_, PVLDB 10(6), 2017, Alg. 1 and Thm 2;
       Dwork & Roth, The Algorithmic Foundations of Differential Privacy, 2014, Sec. 3.6.
     """
-    key, queries, threshold, threshold_scale, query_scale, one, ok = _check_sparse_vector(
+    key, queries, threshold, epsilon, sensitivity, monotonic, one = _check_sparse_vector(
         key, queries, threshold, epsilon, sensitivity, monotonic, 1)
+    # The threshold does not enter the guarantee (and is checked above), so a traced threshold keeps it stated.
+    guarantee = stated_guarantee(above_threshold_guarantee, epsilon=epsilon, sensitivity=sensitivity,
+                                 monotonic=monotonic)
+    threshold, threshold_scale, query_scale, one, ok = _sparse_vector_scales(threshold, epsilon, sensitivity,
+                                                                             monotonic, one)
     _, halt_index, _, _, true_first = _sparse_vector(key, queries, threshold, threshold_scale, query_scale, one)
     # -2, not -1: -1 is a real answer ("no query above the threshold").
     return Release(fail_closed(halt_index, ok, withheld=-2),
                    AboveThresholdInfo(threshold_scale=threshold_scale, query_scale=query_scale,
-                                      nonprivate_true_first_index=true_first, valid=jnp.asarray(ok)))
+                                      nonprivate_true_first_index=true_first, valid=jnp.asarray(ok)), guarantee)
 
 
 def above_threshold_guarantee(*, epsilon: float, threshold: float | None = None, sensitivity: float = 1.0,
@@ -253,13 +264,19 @@ def sparse_vector(key: Key, queries: Array, *, threshold: float, epsilon: float,
       Lyu, Su & Li, `Understanding the Sparse Vector Technique for Differential
       Privacy <https://arxiv.org/abs/1603.01699>`_, PVLDB 10(6), 2017, Alg. 1 and Thm 2.
     """
-    key, queries, threshold, threshold_scale, query_scale, cutoff, ok = _check_sparse_vector(
+    key, queries, threshold, epsilon, sensitivity, monotonic, max_positives = _check_sparse_vector(
         key, queries, threshold, epsilon, sensitivity, monotonic, max_positives)
+    # The threshold does not enter the guarantee (and is checked above), so a traced threshold keeps it stated.
+    guarantee = stated_guarantee(sparse_vector_guarantee, epsilon=epsilon, max_positives=max_positives,
+                                 sensitivity=sensitivity, monotonic=monotonic)
+    threshold, threshold_scale, query_scale, cutoff, ok = _sparse_vector_scales(threshold, epsilon, sensitivity,
+                                                                                monotonic, max_positives)
     answers, halt_index, num_positives, true_answers, _ = _sparse_vector(key, queries, threshold, threshold_scale,
                                                                       query_scale, cutoff)
     return Release(fail_closed(answers, ok), SparseVectorInfo(
         threshold_scale=threshold_scale, query_scale=query_scale, num_positives=fail_closed(num_positives, ok, 0),
-        halt_index=fail_closed(halt_index, ok), nonprivate_true_answers=true_answers, valid=jnp.asarray(ok)))
+        halt_index=fail_closed(halt_index, ok), nonprivate_true_answers=true_answers, valid=jnp.asarray(ok)),
+        guarantee)
 
 
 def sparse_vector_guarantee(*, epsilon: float, max_positives: int, threshold: float | None = None,

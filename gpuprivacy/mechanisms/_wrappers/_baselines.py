@@ -13,7 +13,7 @@ from gpuprivacy._checks import check_epsilon, check_key, check_positive, epsilon
 from gpuprivacy._typing import Array, Key
 from gpuprivacy._rounding import divide_up
 from gpuprivacy.accounting import PureDP
-from gpuprivacy.mechanisms._release import Release, withheld_unless
+from gpuprivacy.mechanisms._release import Release, stated_guarantee, withheld_unless
 from gpuprivacy.mechanisms._wrappers._common import (
     build_cache,
     check_common,
@@ -98,6 +98,7 @@ def cummings_durfee(key: Key, data, *, oracle_fn, c: float, epsilon: float, capa
     if not math.isfinite(c):
         raise ValueError(f"c must be finite, got {c!r}.")
     data, n, capacity, max_queries = check_common(data, capacity, max_queries)
+    guarantee = stated_guarantee(cummings_durfee_guarantee, epsilon=epsilon, c=c)
     # The whole power set: limited by the device's memory (2**n values per array), refused before any query.
     check_powerset_wrapper(n, "cummings_durfee (it queries the whole power set)")
     ps.plan_queries(n, n, max_queries=max_queries, what="cummings_durfee")
@@ -106,7 +107,8 @@ def cummings_durfee(key: Key, data, *, oracle_fn, c: float, epsilon: float, capa
                         fill=jnp.float64(0.0), regime="powerset")
     extended = _extension_jit(cache.values, n)[(1 << n) - 1]
     value = c * (extended + laplace(key) * divide_up(1, epsilon))
-    return withheld_unless(Release(value, BaselineInfo(c / epsilon, cache.num_queries)), epsilon_ok(epsilon))
+    return withheld_unless(Release(value, BaselineInfo(c / epsilon, cache.num_queries), guarantee),
+                          epsilon_ok(epsilon))
 
 
 def white_box_laplace_guarantee(*, epsilon: float, sensitivity: float):
@@ -141,8 +143,9 @@ def white_box_laplace(key: Key, data, *, oracle_fn, sensitivity: float, epsilon:
     epsilon = check_epsilon(epsilon)
     sensitivity = check_positive("sensitivity", sensitivity)
     data, n, capacity, _ = check_common(data, capacity, None)
+    guarantee = stated_guarantee(white_box_laplace_guarantee, epsilon=epsilon, sensitivity=sensitivity)
     cache = build_cache(oracle_fn, data, depth=0, cap=0, capacity=capacity, max_queries=1, chunk_size=None,
                         progress=False, sanitise=lambda v: sanitise_real(v, scale=sensitivity),
                         fill=jnp.float64(0.0), regime="levels")
     value = sensitivity * (cache.values[0][0] + laplace(key) * divide_up(1, epsilon))
-    return Release(value, BaselineInfo(sensitivity / epsilon, cache.num_queries))
+    return Release(value, BaselineInfo(sensitivity / epsilon, cache.num_queries), guarantee)

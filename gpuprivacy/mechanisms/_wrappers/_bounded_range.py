@@ -27,7 +27,7 @@ from gpuprivacy._typing import Array, Key
 from gpuprivacy._rounding import divide_up, float_up
 from gpuprivacy.accounting import ApproxDP, PureDP
 from gpuprivacy.mechanisms._piecewise_sampler import sample_piecewise
-from gpuprivacy.mechanisms._release import Release
+from gpuprivacy.mechanisms._release import Release, stated_guarantee
 from gpuprivacy.mechanisms._wrappers._common import (
     NONRESPONSE,
     Cache,
@@ -175,12 +175,13 @@ def small_diameter_subset_extension(key: Key, data, *, oracle_fn, r: float, c: f
     epsilon = check_epsilon(epsilon)
     r, c = _check_range(r, c)
     data, n, capacity, max_queries = check_common(data, capacity, max_queries)
+    guarantee = stated_guarantee(small_diameter_subset_extension_guarantee, epsilon=epsilon, r=r, c=c)
     tau = small_diameter_tau(r=r, c=c)
     ps.plan_queries(n, 2 * tau, max_queries=max_queries, what="small_diameter_subset_extension")
     cache = _bounded_cache(oracle_fn, data, n, r=r, c=c, depth=2 * tau, capacity=capacity,
                            max_queries=max_queries, chunk_size=chunk_size, progress=progress)
     value = _small_diameter_release(key, cache.values, n, tau, epsilon, c)
-    return Release(value, SmallDiameterInfo(tau, 10.0 * c / epsilon, cache.num_queries))
+    return Release(value, SmallDiameterInfo(tau, 10.0 * c / epsilon, cache.num_queries), guarantee)
 
 
 proxy_p = jax.jit(_proxy_p, static_argnums=(1, 2))
@@ -350,6 +351,9 @@ def double_monotonization(key: Key, data, *, oracle_fn, r: float, c: float, epsi
     data, n, capacity, max_queries = check_common(data, capacity, max_queries)
     if max_depth is not None:
         max_depth = check_int("max_depth", max_depth, minimum=0)
+    # The guarantee first: a max_depth whose cap's delta reaches 1 is refused here, before any noise.
+    guarantee = stated_guarantee(double_monotonization_guarantee, epsilon=epsilon, r=r, c=c, beta=beta,
+                                 max_depth=max_depth)
     tau = double_monotonization_tau(r=r, c=c, epsilon=epsilon, beta=beta)
     cap = plan_cap(n, max_depth)
     ps.plan_queries(n, cap, max_queries=max_queries, what="double_monotonization")
@@ -361,7 +365,7 @@ def double_monotonization(key: Key, data, *, oracle_fn, r: float, c: float, epsi
     concrete = concrete_int(depth)
     if concrete is not None and max_depth is not None and concrete > max_depth:
         info = DoubleMonotonizationInfo(w, jnp.asarray(True), tau, depth, 0)
-        return Release(jnp.asarray(NONRESPONSE), info)
+        return Release(jnp.asarray(NONRESPONSE), info, guarantee)
     eval_depth = cap if concrete is None else max(0, min(concrete, cap))
     cache = build_cache(oracle_fn, data, depth=eval_depth, cap=cap, capacity=capacity, max_queries=max_queries,
                         chunk_size=chunk_size, progress=progress,
@@ -370,7 +374,7 @@ def double_monotonization(key: Key, data, *, oracle_fn, r: float, c: float, epsi
     value = run_on_cache(_dm_release, cache, out_key, w, low, tau=tau, epsilon=epsilon, rr=rr)
     bot = jnp.asarray(False) if max_depth is None else depth > max_depth
     value = jnp.where(bot, NONRESPONSE, c * value)
-    return Release(value, DoubleMonotonizationInfo(w, bot, tau, depth, cache.num_queries))
+    return Release(value, DoubleMonotonizationInfo(w, bot, tau, depth, cache.num_queries), guarantee)
 
 
 def _dm_release(cache: Cache, key, w, low, *, tau, epsilon, rr):

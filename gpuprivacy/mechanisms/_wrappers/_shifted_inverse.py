@@ -19,7 +19,7 @@ from gpuprivacy._checks import check_epsilon, check_int, check_key, check_probab
 from gpuprivacy._typing import Array, Key
 from gpuprivacy._rounding import divide_up, float_up
 from gpuprivacy.accounting import ApproxDP, PureDP
-from gpuprivacy.mechanisms._release import Release
+from gpuprivacy.mechanisms._release import Release, stated_guarantee
 from gpuprivacy.mechanisms._wrappers._common import (
     NONRESPONSE,
     Cache,
@@ -261,7 +261,8 @@ def sens_o_matic(key: Key, data, *, oracle_fn, grid, epsilon: float, beta: float
     k = int(y.size)
     # The guarantee first, from the same validated parameters: no release without a statable guarantee
     # (a max_depth so small that the cap's delta reaches 1 is refused here, before any noise).
-    sens_o_matic_guarantee(epsilon=epsilon, beta=beta, grid_size=k, max_depth=max_depth)
+    guarantee = stated_guarantee(sens_o_matic_guarantee, epsilon=epsilon, beta=beta, grid_size=k,
+                                 max_depth=max_depth)
     lam_s, lam = sens_o_matic_depths(epsilon=epsilon, beta=beta, grid_size=k)
     cap = plan_cap(n, max_depth)
     plan_queries(n, cap, max_queries=max_queries, what="sens_o_matic")  # before any noise (P6)
@@ -272,7 +273,7 @@ def sens_o_matic(key: Key, data, *, oracle_fn, grid, epsilon: float, beta: float
     if concrete is not None and max_depth is not None and concrete > max_depth:
         info = SensOMaticInfo(jnp.asarray(n - concrete), jnp.asarray(True), jnp.asarray(-1, jnp.int32), lam_s,
                               depth, 0)
-        return Release(jnp.asarray(NONRESPONSE), info)
+        return Release(jnp.asarray(NONRESPONSE), info, guarantee)
     eval_depth = cap if concrete is None else max(0, min(concrete, cap))
     cache = build_cache(oracle_fn, data, depth=eval_depth, cap=cap, capacity=capacity, max_queries=max_queries,
                         chunk_size=chunk_size, progress=progress,
@@ -282,7 +283,7 @@ def sens_o_matic(key: Key, data, *, oracle_fn, grid, epsilon: float, beta: float
                                    epsilon=epsilon, max_depth=max_depth)
     value = jnp.where(bot, NONRESPONSE, grid_device[jnp.maximum(index, 0)])
     info = SensOMaticInfo(low, bot, index, lam_s, depth, cache.num_queries)
-    return Release(value, info)
+    return Release(value, info, guarantee)
 
 
 def shifted_inverse(key: Key, data, *, oracle_fn, grid, epsilon: float, beta: float, depth: int | None = None,
@@ -330,6 +331,7 @@ def shifted_inverse(key: Key, data, *, oracle_fn, grid, epsilon: float, beta: fl
     epsilon = check_epsilon(epsilon)
     beta = check_probability("beta", beta)
     data, n, capacity, max_queries = check_common(data, capacity, max_queries)
+    guarantee = stated_guarantee(shifted_inverse_guarantee, epsilon=epsilon)
     k = int(y.size)
     lam = shifted_inverse_depth(epsilon=epsilon, beta=beta, grid_size=k) if depth is None else \
         check_int("depth", depth, minimum=0)
@@ -338,7 +340,7 @@ def shifted_inverse(key: Key, data, *, oracle_fn, grid, epsilon: float, beta: fl
                         chunk_size=chunk_size, progress=progress,
                         sanitise=lambda v: round_to_grid(v, grid_device), fill=jnp.int32(0), regime="levels")
     index = run_on_cache(_shi_release, cache, key, lam=lam, grid_size=k, epsilon=epsilon)
-    return Release(grid_device[index], ShiftedInverseInfo(index, lam, cache.num_queries))
+    return Release(grid_device[index], ShiftedInverseInfo(index, lam, cache.num_queries), guarantee)
 
 
 def _shi_release(cache: Cache, key, *, lam: int, grid_size: int, epsilon: float):

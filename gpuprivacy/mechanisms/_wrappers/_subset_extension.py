@@ -35,7 +35,7 @@ from gpuprivacy._checks import (
 from gpuprivacy._typing import Array, Key
 from gpuprivacy._rounding import float_up, round_up
 from gpuprivacy.accounting import ApproxDP
-from gpuprivacy.mechanisms._release import Release
+from gpuprivacy.mechanisms._release import Release, stated_guarantee
 from gpuprivacy.mechanisms._wrappers._common import (
     NONRESPONSE,
     build_cache,
@@ -249,6 +249,7 @@ def subset_extension(key: Key, data, *, oracle_fn, c: float, epsilon: float, del
     epsilon, delta = check_epsilon(epsilon), check_delta(delta)
     data, n, capacity, max_queries = check_common(data, capacity, max_queries)
     c = _check_claim(c, n)
+    guarantee = stated_guarantee(subset_extension_guarantee, epsilon=epsilon, delta=delta)
     q = SUBSET_EXTENSION_Q
     tau = subset_extension_tau(epsilon=epsilon, delta=delta)
     eps0 = epsilon / 3
@@ -264,7 +265,7 @@ def subset_extension(key: Key, data, *, oracle_fn, c: float, epsilon: float, del
     out, bot, low = run_on_cache(_se_kernel, cache, out_key, depth, tau=tau, eps0=eps0, q=q)
     value = jnp.where(bot, NONRESPONSE, c * out)
     info = SubsetExtensionInfo(low, bot, tau, 10 * q / eps0 * c, depth, cache.num_queries)
-    return Release(value, info)
+    return Release(value, info, guarantee)
 
 
 def _tahoe_kernel(cache, key, depth_key, *, tau, eps0):
@@ -326,6 +327,7 @@ def tahoe(key: Key, data, *, oracle_fn, c: float, epsilon: float, delta: float, 
     epsilon, delta = check_epsilon(epsilon), check_delta(delta)
     data, n, capacity, max_queries = check_common(data, capacity, max_queries)
     c = _check_claim(c, n)
+    guarantee = stated_guarantee(tahoe_guarantee, epsilon=epsilon, delta=delta)
     tau = tahoe_tau(epsilon=epsilon, delta=delta)
     eps0 = epsilon / 3
     cap = min(math.floor(6 * tau) + 1, n)
@@ -337,7 +339,7 @@ def tahoe(key: Key, data, *, oracle_fn, c: float, epsilon: float, delta: float, 
     out, bot, level, depth = run_on_cache(_tahoe_kernel, cache, out_key, depth_key, tau=tau, eps0=eps0)
     value = jnp.where(bot, NONRESPONSE, c * out)
     info = SubsetExtensionInfo(level, bot, tau, 12 * tau / eps0 * c, depth, cache.num_queries)
-    return Release(value, info)
+    return Release(value, info, guarantee)
 
 
 def check_real_claim(name, value):

@@ -1,0 +1,120 @@
+"""Study engine vs a hand-written loop over cells that jits each cell separately (same run, same trials).
+
+The study: 4 median mechanisms (piecewise Laplace, inverse sensitivity, exponential mechanism, smooth
+sensitivity) x len(ns) sample sizes x len(epsilons) x 3 data laws (normal, Cauchy, Laplace), ``trials`` per
+cell, one TOML-shaped config run by :func:`gpuprivacy.sweeps.run_sweep`. The baseline is what a researcher
+writes without the engine: for each cell, ``jax.jit(jax.vmap(trial))`` with the cell's parameters closed over,
+run on the same trial keys (so it compiles once per cell). Prints both wall times, the ratio and the number of
+programs each compiled.
+
+    python experiments/bench_study.py --quick        # 4 x 3 x 2 x 3 cells, 1000 trials (minutes on 2 cores)
+    python experiments/bench_study.py                # the issue's 4 x 6 x 4 x 3 cells at 10^4 trials
+    python experiments/bench_study.py --gpu          # 10^5 trials per cell
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import platform
+import sys
+import tempfile
+import time
+
+import jax
+import numpy as np
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from _timing import load_average, mode_sizes  # noqa: E402
+
+from gpuprivacy import datasets, sweeps  # noqa: E402
+from gpuprivacy.sweeps import _trials  # noqa: E402
+
+MECHANISMS = ["piecewise-laplace-median", "inverse-sensitivity-median", "exponential-mechanism-median",
+              "smooth-sensitivity-median"]
+LAWS = ["normal", "cauchy", "laplace"]
+MODES = {
+    "quick": {"ns": [100, 300, 1000], "epsilons": [0.5, 2.0], "trials": 1000},
+    "default": {"ns": [50, 100, 200, 500, 1000, 2000], "epsilons": [0.25, 0.5, 1.0, 2.0], "trials": 10_000},
+    "gpu": {"ns": [50, 100, 200, 500, 1000, 2000], "epsilons": [0.25, 0.5, 1.0, 2.0], "trials": 100_000},
+}
+PARAMS = {"lower": -50.0, "upper": 50.0, "clip": True}
+
+
+def config(ns, epsilons, trials):
+    return {"name": "bench-study", "seed": 1, "trials": trials,
+            "mechanism": {"name": MECHANISMS, "epsilon": epsilons, **PARAMS},
+            "dataset": {"name": LAWS, "n": ns}}
+
+
+def baseline(cells, chunk):
+    """One jitted, vmapped program per cell, parameters closed over: the loop a user writes by hand."""
+    mechanisms = sweeps._mechanisms.builtin_sweepables()
+    compiled = 0
+    start = time.perf_counter()
+    for cell in cells:
+        mech = mechanisms[cell.mechanism].release
+        dist = datasets.distribution(cell.dataset)
+        n, eps = cell.dataset_params["n"], cell.mechanism_params["epsilon"]
+
+        def trial(key, mech=mech, dist=dist, n=n, eps=eps):
+            data_key, mechanism_key = jax.random.split(key)
+            x = dist.draw(data_key, (n,))
+            return mech(mechanism_key, x, epsilon=eps, **PARAMS).value
+
+        run = jax.jit(jax.vmap(trial))
+        compiled += 1
+        keys = jax.random.split(sweeps.cell_key(cell.seed, cell.cell_id), cell.num_trials)
+        for s in range(0, cell.num_trials, chunk):
+            np.asarray(run(keys[s:s + chunk]))
+    return time.perf_counter() - start, compiled
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--gpu", action="store_true")
+    parser.add_argument("--ns", type=int, nargs="+")
+    parser.add_argument("--epsilons", type=float, nargs="+")
+    parser.add_argument("--trials", type=int)
+    parser.add_argument("--skip-baseline", action="store_true", help="time the engine only")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    mode, sizes = mode_sizes(args, MODES)
+    cfg = config(sizes["ns"], sizes["epsilons"], sizes["trials"])
+    cells = sweeps.expand_sweep(cfg)
+    load_before = load_average()
+    with tempfile.TemporaryDirectory() as tmp:
+        before = _trials.COMPILE_COUNT[0]
+        start = time.perf_counter()
+        summary = sweeps.run_sweep(cfg, results_path=pathlib.Path(tmp) / "r.jsonl", progress=True)
+        ours = time.perf_counter() - start
+        ours_programs = _trials.COMPILE_COUNT[0] - before
+    chunk = max(r["chunk"] for r in summary.rows)
+    base, base_programs = (float("nan"), 0) if args.skip_baseline else baseline(cells, chunk)
+    result = {
+        "benchmark": "study", "mode": mode, "cells": len(cells), "trials_per_cell": sizes["trials"],
+        "ns": sizes["ns"], "epsilons": sizes["epsilons"], "mechanisms": MECHANISMS, "laws": LAWS,
+        "ours_s": round(ours, 2), "ours_programs": ours_programs,
+        "baseline_s": round(base, 2), "baseline_programs": base_programs,
+        "ratio": round(base / ours, 2) if base == base else None,
+        "compile_s_ours": round(sum(r["metrics"]["compile_s"] for r in summary.rows), 2),
+        "machine": f"{platform.machine()} {os.cpu_count()} cores, {jax.devices()[0].device_kind}",
+        "load_before": load_before, "load_after": load_average(),
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "jax": jax.__version__,
+    }
+    if args.json:
+        print(json.dumps(result))
+    else:
+        print(f"study {len(cells)} cells x {sizes['trials']} trials ({mode}):")
+        print(f"  engine   {ours:9.2f} s  ({ours_programs} programs compiled)")
+        print(f"  baseline {base:9.2f} s  ({base_programs} programs, one per cell)")
+        print(f"  ratio    {result['ratio']}x   load {load_before} -> {result['load_after']}")
+    return result
+
+
+if __name__ == "__main__":
+    jax.config.update("jax_enable_x64", True)
+    main()
