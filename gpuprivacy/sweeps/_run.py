@@ -20,7 +20,7 @@ from gpuprivacy.sweeps._mechanisms import TARGETS
 from gpuprivacy.sweeps._metrics import cell_metrics
 from gpuprivacy.sweeps._trials import DataSpec, run_cell
 from gpuprivacy.sweeps._provenance import environment_info, utc_timestamp
-from gpuprivacy.sweeps._results import ResultsFile, SweepResultsError
+from gpuprivacy.sweeps._results import DIGEST_KEY, ResultsFile, SweepResultsError, read_rows
 
 SCHEMA_VERSION = 1
 
@@ -90,6 +90,12 @@ def run_sweep(config: str | os.PathLike | Mapping, *, results_path: str | os.Pat
     numbers as an uninterrupted run. Rows of other configs in the same file
     are kept and ignored.
 
+    Several processes (``jax.distributed``, e.g. one per host): each takes every
+    ``process_count``-th cell still to do and runs it on its own devices into its own
+    part file, and process 0 merges the parts into ``results_path`` in grid order
+    (the path must be on a filesystem every process sees). ``num_computed`` is then
+    this process's share; the rows equal a single process's.
+
     Args:
       config: path to a TOML file, or a dict with the same structure.
       results_path: the JSON-lines file; default ``results/<config stem>.jsonl``
@@ -116,46 +122,111 @@ def run_sweep(config: str | os.PathLike | Mapping, *, results_path: str | os.Pat
         results_path = pathlib.Path("results") / f"{stem}.jsonl"
     results_path = pathlib.Path(results_path)
     env = environment_info()
-    data_cache: dict[str, tuple[jax.Array, _registry.SweepData]] = {}
-    computed = 0
-    with ResultsFile(results_path) as results:
-        done = {row["cell_id"]: row for row in results.rows}
-        for cell in plan.cells:
-            row = done.get(cell.cell_id)
-            if row is not None and any(row.get(k) != v for k, v in cell.canonical().items()):
-                found = {k: row.get(k) for k in cell.canonical()}
-                raise SweepResultsError(
-                    f"{results_path}: the row with cell_id {cell.cell_id} has parameters {found}, but that id "
-                    f"belongs to {cell.canonical()}. The file was edited or written by an incompatible version; "
-                    "move it aside or pass another results_path.")
-        todo = [cell for cell in plan.cells if cell.cell_id not in done]
-        _check_release_parameters(plan, todo)
-        with Progress(sum(cell.num_trials for cell in todo), label=f"sweep {plan.name}",
-                      enabled=progress) as bar:
-            for cell in todo:
-                entry = _registry.get_mechanism(cell.mechanism)
-                t0 = time.perf_counter()
-                if entry.kind == "release":
-                    row = _study_row(cell, entry.payload, chunk, bar)
-                else:
-                    row = _cell_row(cell, entry, data_cache)
-                    bar.update(cell.num_trials)
-                row = {
-                    "schema": SCHEMA_VERSION,
-                    "cell_id": cell.cell_id,
-                    "sweep": plan.name,
-                    **cell.canonical(),
-                    **row,
-                    "cell_wall_s": time.perf_counter() - t0,
-                    "timestamp": utc_timestamp(),
-                    **env,
-                }
-                done[cell.cell_id] = results.append(row)
-                computed += 1
-    rows = [done[cell.cell_id] for cell in plan.cells]
+    if jax.process_count() > 1:
+        rows, computed = _run_processes(plan, results_path, env, chunk, progress)
+    else:
+        with ResultsFile(results_path) as results:
+            done = {row["cell_id"]: row for row in results.rows}
+            todo = _todo(plan, done, results_path)
+            computed = _compute(plan, todo, env, chunk, progress, results, done)
+        rows = [done[cell.cell_id] for cell in plan.cells]
     return SweepSummary(name=plan.name, results_path=results_path, rows=rows, num_cells=len(plan.cells),
                         num_computed=computed, num_skipped=len(plan.cells) - computed,
                         wall_s=time.perf_counter() - start)
+
+
+def _todo(plan, done: dict, results_path) -> list:
+    """The cells not in ``done``, after checking that every row found belongs to its cell id."""
+    for cell in plan.cells:
+        row = done.get(cell.cell_id)
+        if row is not None and any(row.get(k) != v for k, v in cell.canonical().items()):
+            found = {k: row.get(k) for k in cell.canonical()}
+            raise SweepResultsError(
+                f"{results_path}: the row with cell_id {cell.cell_id} has parameters {found}, but that id "
+                f"belongs to {cell.canonical()}. The file was edited or written by an incompatible version; "
+                "move it aside or pass another results_path.")
+    todo = [cell for cell in plan.cells if cell.cell_id not in done]
+    _check_release_parameters(plan, todo)
+    return todo
+
+
+def _compute(plan, todo, env, chunk, progress, results, done) -> int:
+    """Computes ``todo`` in order, appending each row to ``results`` (durably) as soon as it is done."""
+    data_cache: dict[str, tuple[jax.Array, _registry.SweepData]] = {}
+    with Progress(sum(cell.num_trials for cell in todo), label=f"sweep {plan.name}", enabled=progress) as bar:
+        for cell in todo:
+            entry = _registry.get_mechanism(cell.mechanism)
+            t0 = time.perf_counter()
+            if entry.kind == "release":
+                row = _study_row(cell, entry.payload, chunk, bar)
+            else:
+                row = _cell_row(cell, entry, data_cache)
+                bar.update(cell.num_trials)
+            row = {
+                "schema": SCHEMA_VERSION,
+                "cell_id": cell.cell_id,
+                "sweep": plan.name,
+                **cell.canonical(),
+                **row,
+                "cell_wall_s": time.perf_counter() - t0,
+                "timestamp": utc_timestamp(),
+                **env,
+            }
+            done[cell.cell_id] = results.append(row)
+    return len(todo)
+
+
+def _part_paths(results_path: pathlib.Path) -> list[pathlib.Path]:
+    return sorted(results_path.parent.glob(results_path.name + ".process*"))
+
+
+def _merge_parts(plan, results_path: pathlib.Path) -> None:
+    """Process 0: appends the rows of every process's part file to the results file in grid order, once each,
+    then deletes the parts. Also run first, to fold in the parts of a run that was killed."""
+    parts = _part_paths(results_path)
+    if not parts:
+        return
+    found = {}
+    for part in parts:
+        for row in read_rows(part):
+            found.setdefault(row["cell_id"], row)
+    with ResultsFile(results_path) as results:
+        present = {row["cell_id"] for row in results.rows}
+        order = [cell.cell_id for cell in plan.cells if cell.cell_id in found]
+        order += [cid for cid in found if cid not in set(order)]  # rows of other configs, kept as found
+        for cid in order:
+            if cid not in present:
+                row = {k: v for k, v in found[cid].items() if k != DIGEST_KEY}
+                results.append(row)
+    for part in parts:
+        part.unlink()
+
+
+def _run_processes(plan, results_path: pathlib.Path, env, chunk, progress) -> tuple[list, int]:
+    """Cells over the processes of a ``jax.distributed`` run (a filesystem all of them see).
+
+    Each process computes every ``process_count``-th cell still to do (from its index), on its own devices,
+    into its own part file ``<results>.process<i>``; process 0 then merges the parts into the results file in
+    grid order. Cells are keyed by their ids, so the rows equal a single process's, whatever the split.
+    """
+    from jax.experimental import multihost_utils
+
+    me, processes = jax.process_index(), jax.process_count()
+    results_path.parent.mkdir(parents=True, exist_ok=True)
+    if me == 0:
+        _merge_parts(plan, results_path)
+    multihost_utils.sync_global_devices("gpuprivacy sweep: parts merged")
+    done = {row["cell_id"]: row for row in read_rows(results_path)} if results_path.exists() else {}
+    todo = _todo(plan, done, results_path)
+    mine = todo[me::processes]
+    with ResultsFile(results_path.with_name(f"{results_path.name}.process{me}")) as part:
+        computed = _compute(plan, mine, env, chunk, progress and me == 0, part, dict(done))
+    multihost_utils.sync_global_devices("gpuprivacy sweep: cells computed")
+    if me == 0:
+        _merge_parts(plan, results_path)
+    multihost_utils.sync_global_devices("gpuprivacy sweep: results written")
+    done = {row["cell_id"]: row for row in read_rows(results_path)}
+    return [done[cell.cell_id] for cell in plan.cells], computed
 
 
 def _cell_row(cell: SweepCell, entry, data_cache: dict) -> dict:

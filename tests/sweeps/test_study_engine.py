@@ -271,3 +271,42 @@ def test_four_devices_each_run_their_share_of_the_trials():
     assert result["devices"] == 4 and result["same"]
     # The per-device program works on 32 / 4 = 8 trials' rows; no device holds the chunk's 32 rows.
     assert result["local_rows"] and not result["global_rows"]
+
+
+def _free_port():
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_two_processes_split_the_cells_and_merge_them_in_grid_order(tmp_path):
+    """jax.distributed: each process computes its share of the cells; the file equals one process's run."""
+    config = median_config(trials=12)
+    config["mechanism"] = dict(config["mechanism"], epsilon=[0.5, 1.0, 2.0, 4.0])
+    results = tmp_path / "shared.jsonl"
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    env.update(JAX_PLATFORMS="cpu", PYTHONPATH=os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]))
+    address = f"127.0.0.1:{_free_port()}"
+    procs = [subprocess.Popen([sys.executable, str(ROOT / "tests" / "sweeps" / "_distributed_sweep_worker.py"),
+                               address, "2", str(pid), str(results), str(tmp_path / f"p{pid}.json"),
+                               json.dumps(config)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True) for pid in range(2)]
+    for proc in procs:
+        try:
+            _, err = proc.communicate(timeout=300)
+        except subprocess.TimeoutExpired:
+            for p in procs:
+                p.kill()
+            raise
+        assert proc.returncode == 0, err[-3000:]
+    outs = [json.loads((tmp_path / f"p{pid}.json").read_text()) for pid in range(2)]
+    assert [o["num_computed"] for o in outs] == [2, 2]  # each process ran half of the 4 cells
+    assert not list(tmp_path.glob("shared.jsonl.process*"))  # parts merged and removed
+    single = run_sweep(config, results_path=tmp_path / "single.jsonl", progress=False)
+    merged = [json.loads(line) for line in results.read_text().splitlines()]
+    assert [r["cell_id"] for r in merged] == [r["cell_id"] for r in single.rows]  # grid order
+    for a, b in zip(merged, single.rows):
+        assert a["metrics"]["mae"] == b["metrics"]["mae"] and a["metrics"]["mse"] == b["metrics"]["mse"]
+    assert outs[0]["rows"] == outs[1]["rows"] == merged
