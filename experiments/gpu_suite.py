@@ -50,6 +50,9 @@ CANARIES = [
     ("tests/mechanisms/test_median.py::test_jit_vmap_and_trials_equal_the_unbatched_release",
      "private median: jit, vmap, trials == unbatched"),
     ("tests/oracle/test_engine_scale.py", "order-statistic slot reads == block path; device results; plans"),
+    ("tests/sweeps/test_study_engine.py::test_results_do_not_depend_on_the_chunk", "study trials: chunk independence"),
+    ("tests/sweeps/test_study_engine.py::test_the_released_values_are_the_public_mechanism_s_own",
+     "study trials == the public mechanism on the trial's data"),
 ]
 
 # (script, arguments in quick mode, arguments in full mode, time limit quick, time limit full)
@@ -62,6 +65,9 @@ BENCHMARKS = [
     ("bench_piecewise_laplace.py", ["--repeats", "1"], [], 30, 60),
     ("bench_gaussian_selection.py", [], [], 30, 60),
     ("bench_blackbox_estimation.py", [], [], 30, 60),
+    ("bench_sweepables.py", ["--quick"], ["--gpu"], 40, 120),
+    ("bench_study.py", ["--ns", "1000", "10000", "--epsilons", "1.0", "--trials", "100000", "--skip-baseline"],
+     ["--gpu", "--skip-baseline"], 90, 240),
 ]
 
 
