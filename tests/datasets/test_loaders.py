@@ -1,6 +1,6 @@
 """load_column: CSV, .npy, .npz and Parquet columns as float64, and every error naming the line/row and the fix."""
 
-import importlib.util
+import sys
 
 import numpy as np
 import pytest
@@ -137,8 +137,9 @@ def test_missing_files_and_unknown_formats(tmp_path):
         datasets.load_column(tmp_path / "data.csv", 0)
 
 
-@pytest.mark.skipif(importlib.util.find_spec("pyarrow") is not None, reason="pyarrow is installed")
-def test_parquet_without_pyarrow_says_how_to_install_it(tmp_path):
+def test_parquet_without_pyarrow_says_how_to_install_it(tmp_path, monkeypatch):
+    for name in ("pyarrow", "pyarrow.parquet"):  # as if it were not installed (None in sys.modules: ImportError)
+        monkeypatch.setitem(sys.modules, name, None)
     path = tmp_path / "data.parquet"
     path.write_bytes(b"PAR1")
     with pytest.raises(ImportError, match=r"needs pyarrow, which is not installed.*`pip install pyarrow`"):
