@@ -8,9 +8,7 @@ rule 25). Errors in the input go to stderr with a non-zero exit code (2);
 from __future__ import annotations
 
 import argparse
-import csv
 import json
-import math
 import platform
 import sys
 from pathlib import Path
@@ -215,44 +213,10 @@ def cmd_info(args) -> None:
 
 
 def read_csv_column(path: Path, column: str):
-    import numpy as np
+    """The ``--data``/``--column`` values: one loader for the CLI and the API (CSV, .npy/.npz, Parquet)."""
+    from gpuprivacy.datasets import load_column
 
-    if not path.is_file():
-        raise CliError(f"--data {path}: no such file. Pass the path of a CSV file with a header row.")
-    with path.open(newline="") as handle:
-        reader = csv.reader(handle)
-        try:
-            header = next(reader)
-        except StopIteration:
-            raise CliError(f"--data {path}: the file is empty; it needs a header row and data rows.") from None
-        header = [h.strip() for h in header]
-        if column not in header:
-            raise CliError(f"--column {column!r} is not in {path}; its columns are {header}.")
-        if header.count(column) > 1:
-            raise CliError(f"--data {path}: the header names column {column!r} {header.count(column)} times; "
-                           "rename the duplicates so that --column picks exactly one.")
-        j = header.index(column)
-        values = []
-        for line, row in enumerate(reader, start=2):
-            if not row:
-                continue
-            if len(row) != len(header):
-                raise CliError(f"{path}, line {line}: {len(row)} cell(s) under a header of {len(header)} "
-                               f"column(s). Fix the row (a missing or an extra cell); gpuprivacy never guesses "
-                               "which cell belongs to which column.")
-            cell = row[j].strip()
-            try:
-                value = float(cell)
-            except ValueError:
-                raise CliError(f"{path}, line {line}, column {column!r}: {cell!r} is not a number. Clean the "
-                               "column first; gpuprivacy never drops rows silently.") from None
-            if not math.isfinite(value):
-                raise CliError(f"{path}, line {line}, column {column!r}: {cell!r} is not finite. Remove or impute "
-                               "it first; gpuprivacy never drops rows silently.")
-            values.append(value)
-    if not values:
-        raise CliError(f"--data {path}: column {column!r} has no data rows.")
-    return np.asarray(values, dtype=np.float64)
+    return load_column(path, column)
 
 
 # Options every estimator reads (the data, the statistic, the budget, the output).
