@@ -23,6 +23,7 @@ import jax
 import numpy as np
 
 from gpuprivacy._checks import check_int, check_key
+from gpuprivacy._sort import argsort
 from gpuprivacy.designs._aggregate import (
     DEFAULT_MAX_WORK,
     aggregation_plan,
@@ -161,7 +162,7 @@ def random_chunk_masks(key, num_chunks: int, kept_chunks: int, num_subsets: int)
     """``num_subsets`` i.i.d. uniform kept chunk sets of size ``kept_chunks`` (Steinke & Steinke 2025, Sec. 3.4)."""
     key = check_key(key)
     # Set i depends only on fold_in(key, i): the chunks with the smallest uniforms.
-    ranks = np.asarray(jax.vmap(lambda i: jax.numpy.argsort(jax.numpy.argsort(
+    ranks = np.asarray(jax.vmap(lambda i: argsort(argsort(
         jax.random.uniform(jax.random.fold_in(key, i), (num_chunks,)))))(jax.numpy.arange(num_subsets)))
     return ranks < kept_chunks
 

@@ -1,7 +1,7 @@
 """Checks and ranks shared by the local-bound providers and the smooth-sensitivity baselines.
 
 Domain and dataset checks (clipping is explicit and opt-in), 1-based order-statistic ranks
-and the device sort used by the closed forms.
+and the sort used by the closed forms.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from gpuprivacy._sort import sort
 from gpuprivacy.accounting import PureDP
 from gpuprivacy._checks import (
     check_epsilon,
@@ -26,21 +27,9 @@ from gpuprivacy._checks import (
 from gpuprivacy.mechanisms._common import check_bool
 
 
-def _numpy_sort(values):
-    return np.sort(np.asarray(values), axis=-1)
-
-
 def sort_rows(x: jax.Array) -> jax.Array:
-    """Sorts along the last axis; on the CPU backend through NumPy's sort.
-
-    XLA's CPU sort is 5-8x slower than NumPy's and dominates the cost of
-    the closed-form bounds (issue 7 benchmark), so on CPU the sort runs as a
-    host callback (the data are on the host anyway); on accelerators it is
-    ``jnp.sort``. Same result either way (a sort is deterministic).
-    """
-    if jax.default_backend() != "cpu":
-        return jnp.sort(x, axis=-1)
-    return jax.pure_callback(_numpy_sort, jax.ShapeDtypeStruct(x.shape, x.dtype), x, vmap_method="expand_dims")
+    """``jnp.sort(x, axis=-1)`` by the backend's fastest sort (:func:`gpuprivacy._sort.sort`; NumPy on a CPU)."""
+    return sort(x, axis=-1)
 
 
 def check_domain(lower: Any, upper: Any) -> tuple[float, float]:

@@ -9,6 +9,7 @@ import jax.numpy as jnp
 
 from gpuprivacy._checks import check_epsilon, check_key, epsilon_ok, fail_closed
 from gpuprivacy._config import require_x64
+from gpuprivacy._sort import sort
 from gpuprivacy._typing import Key
 from gpuprivacy.accounting import PureDP
 from gpuprivacy.mechanisms._classic import LaplaceInfo
@@ -55,7 +56,7 @@ def laplace_median(key: Key, data: Any, *, epsilon: float, lower: float, upper: 
 @jax.jit
 def _laplace_median(key, x, epsilon, lower, upper):
     n = x.shape[0]
-    med = jnp.sort(x)[(n + 1) // 2 - 1]
+    med = sort(x)[(n + 1) // 2 - 1]
     noise = jax.random.laplace(key, (), jnp.float64)
     return jnp.clip(med + (upper - lower) / epsilon * noise, lower, upper), med
 

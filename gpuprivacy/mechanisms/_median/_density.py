@@ -32,6 +32,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from gpuprivacy._sort import sort
 from gpuprivacy.mechanisms._median._config import MedianConfig
 
 # Sentinel beyond every lattice coordinate (|coordinates| < 2^52). A NumPy scalar, not jnp: importing
@@ -50,7 +51,7 @@ def snap(data, cfg: MedianConfig):
     x = jnp.where(jnp.isnan(x), 0.0, x)
     bound = float(cfg.clip_bound)
     units = jnp.clip(x / cfg.unit, -bound, bound)
-    return jnp.sort(jnp.round(units).astype(jnp.int64))
+    return sort(jnp.round(units).astype(jnp.int64))
 
 
 def _take(s, index, fill):
@@ -272,7 +273,7 @@ def piece_table(rows_k, rows_lo, rows_hi, rows_valid, center, cfg: MedianConfig)
     upper = cfg.support_units - center.astype(jnp.float64)
     mid = 0.5 * (lo + hi)
     breaks = jnp.where(rows_valid[:, None], jnp.stack([hi - wf, mid, lo + wf], axis=1), upper)
-    phi = jnp.sort(jnp.concatenate([jnp.stack([lower, upper]), jnp.clip(breaks.reshape(-1), lower, upper)]))
+    phi = sort(jnp.concatenate([jnp.stack([lower, upper]), jnp.clip(breaks.reshape(-1), lower, upper)]))
     u, v = phi[:-1], phi[1:]
     c = 0.5 * (u + v)
     level_flat, level_rise, level_fall = _lowest_lines(c, k, lo, hi, mid, rows_valid, s_line, wf, half_b)
@@ -282,7 +283,7 @@ def piece_table(rows_k, rows_lo, rows_hi, rows_valid, center, cfg: MedianConfig)
 
     cuts = jnp.stack([u, v, crossing((level_flat - level_rise) / s_line), crossing((level_fall - level_flat) / s_line),
                       crossing((level_fall - level_rise) / (2 * s_line))], axis=1)
-    cuts = jnp.sort(cuts, axis=1)
+    cuts = sort(cuts, axis=1)
     left, right = cuts[:, :-1], cuts[:, 1:]
     centre = 0.5 * (left + right)
     lines = jnp.stack([jnp.broadcast_to(level_flat[:, None], centre.shape), level_rise[:, None] + s_line * centre,

@@ -33,6 +33,7 @@ from gpuprivacy._checks import (
     is_tracer,
 )
 from gpuprivacy._typing import Array, Key
+from gpuprivacy._sort import sort
 from gpuprivacy.accounting import PureDP
 from gpuprivacy.mechanisms._common import check_bool
 from gpuprivacy.mechanisms._median._config import median_config
@@ -69,7 +70,7 @@ def _check_exponential_domain(lower, upper):
 @jax.jit
 def _exponential_median(key, data, epsilon, lower, upper):
     n = data.shape[0]
-    x = jnp.sort(jnp.clip(jnp.where(jnp.isnan(data), lower, data), lower, upper))
+    x = sort(jnp.clip(jnp.where(jnp.isnan(data), lower, data), lower, upper))
     edges = jnp.concatenate([jnp.stack([lower]), x, jnp.stack([upper])])
     rank = jnp.arange(n + 1)
     # Interval i = [x_(i), x_(i+1)] has i points below: utility -|i - n/2|, sensitivity 1 under replacement.
@@ -189,7 +190,7 @@ def flattened_laplace_log_density(omega, center, n, **params):
 
 @functools.partial(jax.jit, static_argnames=("n", "index", "scale", "cap_e", "support", "flat"))
 def _shortcut(key, data, n, index, scale, cap_e, support, flat):
-    m = jnp.sort(data)[index - 1]
+    m = sort(data)[index - 1]
     lam = 1.0 / scale
     logits = jnp.stack([jnp.log(jnp.maximum(m - flat + support, 0.0)) - cap_e,
                         math.log(2.0) - jnp.log(lam) + jnp.log(-jnp.expm1(-cap_e)),

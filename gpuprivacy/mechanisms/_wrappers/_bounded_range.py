@@ -25,6 +25,7 @@ from gpuprivacy._checks import (
 )
 from gpuprivacy._typing import Array, Key
 from gpuprivacy._rounding import divide_up, float_up
+from gpuprivacy._sort import sort
 from gpuprivacy.accounting import ApproxDP, PureDP
 from gpuprivacy.mechanisms._piecewise_sampler import sample_piecewise
 from gpuprivacy.mechanisms._release import Release, stated_guarantee
@@ -277,7 +278,7 @@ def median_exponential_mechanism(key, values: Array, *, epsilon: float, lower: f
     :func:`gpuprivacy.mechanisms._piecewise_sampler.sample_piecewise`. Idealized numerics.
     """
     m = values.shape[0]
-    points = jnp.sort(jnp.concatenate([jnp.clip(values, lower, upper), jnp.asarray([lower, upper])]))
+    points = sort(jnp.concatenate([jnp.clip(values, lower, upper), jnp.asarray([lower, upper])]))
     left, right = points[:-1], points[1:]
     middle = (left + right) / 2
     less = (values[None, :] < middle[:, None]).sum(axis=1)

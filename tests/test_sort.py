@@ -1,0 +1,171 @@
+"""gpuprivacy._sort: ``jnp.sort``/``jnp.argsort`` bit for bit, by NumPy on a CPU and by XLA elsewhere."""
+
+from __future__ import annotations
+
+import doctest
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from gpuprivacy import _sort
+
+LARGE = 3 * _sort.MIN_HOST_SORT_SIZE  # one row takes the host path on a CPU
+SMALL = 10  # one row stays in XLA
+
+
+def assert_bitwise(actual, expected):
+    actual, expected = np.asarray(actual), np.asarray(expected)
+    assert actual.dtype == expected.dtype and actual.shape == expected.shape
+    assert actual.tobytes() == expected.tobytes()
+
+
+def float_data(shape, seed=0, dtype=np.float64):
+    """Normals with ties, +-0.0, +-inf and NaNs of both signs and several payloads."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(shape).astype(dtype)
+    x = np.where(rng.random(shape) < 0.2, np.round(x), x).astype(dtype)  # ties
+    specials = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, -np.nan], dtype)
+    payload = np.array([0x7FF0000000000001 if dtype == np.float64 else 0x7F800001], np.int64)
+    specials = np.concatenate([specials, payload.astype(np.int64 if dtype == np.float64 else np.int32).view(dtype)])
+    pick = rng.random(shape) < 0.15
+    x[pick] = specials[rng.integers(0, specials.size, int(pick.sum()))]
+    return x
+
+
+def int_data(shape, dtype, seed=0):
+    rng = np.random.default_rng(seed)
+    info = np.iinfo(dtype)
+    x = rng.integers(max(info.min, -50), min(info.max, 50), shape, endpoint=True).astype(dtype)
+    if x.size >= 4:
+        x.reshape(-1)[:4] = [info.min, info.max, info.min, info.max]
+    return x
+
+
+CASES = [
+    pytest.param(lambda shape: float_data(shape, 1), id="float64"),
+    pytest.param(lambda shape: float_data(shape, 2, np.float32), id="float32"),
+    pytest.param(lambda shape: int_data(shape, np.int64, 3), id="int64"),
+    pytest.param(lambda shape: int_data(shape, np.int32, 4), id="int32"),
+    pytest.param(lambda shape: int_data(shape, np.uint8, 5), id="uint8"),
+    pytest.param(lambda shape: np.random.default_rng(6).random(shape) < 0.5, id="bool"),
+]
+
+
+@pytest.mark.parametrize("make", CASES)
+@pytest.mark.parametrize("shape,axis", [((LARGE,), -1), ((SMALL,), 0), ((3, LARGE), 1), ((LARGE, 3), 0),
+                                        ((2, 3, 500), -1), ((0,), -1), ((4, 0), 0)])
+def test_equals_jnp_sort_bitwise(make, shape, axis):
+    x = jnp.asarray(make(shape))
+    assert_bitwise(_sort.sort(x, axis), jnp.sort(x, axis=axis))
+    assert_bitwise(jax.jit(_sort.sort, static_argnums=1)(x, axis), jnp.sort(x, axis=axis))
+    assert_bitwise(_sort.argsort(x, axis), jnp.argsort(x, axis=axis))
+    assert_bitwise(jax.jit(_sort.argsort, static_argnums=1)(x, axis), jnp.argsort(x, axis=axis))
+
+
+def test_signed_zeros_and_nans_keep_their_input_order_and_bits():
+    # A row that NumPy's SIMD sort reorders: jnp.sort keeps -0.0/+0.0 and every NaN payload in input order.
+    payloads = np.array([0x7FF0000000000001, 0xFFF8000000000000, 0x7FF8000000000002], np.uint64).view(np.float64)
+    x = np.tile(np.concatenate([[0.0, -0.0, -0.0, 0.0, 1.0, -1.0, np.inf, -np.inf], payloads]), 200)
+    x = np.random.default_rng(7).permutation(x)
+    assert_bitwise(_sort.sort(jnp.asarray(x)), jnp.sort(jnp.asarray(x)))
+    assert_bitwise(jax.vmap(_sort.sort)(jnp.asarray(x.reshape(8, -1))), jnp.sort(jnp.asarray(x.reshape(8, -1))))
+
+
+@pytest.mark.parametrize("make", CASES)
+@pytest.mark.parametrize("row", [SMALL, LARGE])
+def test_vmap_and_nested_vmap(make, row):
+    x = jnp.asarray(make((3, 4, row)))
+    expected = jnp.sort(x, axis=-1)
+    assert_bitwise(jax.vmap(_sort.sort)(x[0]), expected[0])
+    assert_bitwise(jax.vmap(jax.vmap(_sort.sort))(x), expected)
+    assert_bitwise(jax.jit(jax.vmap(jax.vmap(_sort.sort)))(x), expected)
+    # a batch axis that is not the leading one, and the sorted axis first
+    assert_bitwise(jax.vmap(lambda v: _sort.sort(v, 0), in_axes=2, out_axes=2)(x), jnp.sort(x, axis=0))
+    assert_bitwise(jax.vmap(jax.vmap(_sort.argsort), in_axes=1, out_axes=1)(x), jnp.argsort(x, axis=-1))
+
+
+def test_gradients_equal_jnp_sort():
+    x = jnp.asarray(np.round(np.random.default_rng(8).standard_normal(LARGE), 1))  # ties
+    weights = jnp.arange(LARGE, dtype=jnp.float64)
+
+    def loss(sort_fn):
+        return lambda v: jnp.sum(sort_fn(v) * weights)
+
+    expected = jax.grad(loss(jnp.sort))(x)
+    assert_bitwise(jax.grad(loss(_sort.sort))(x), expected)
+    assert_bitwise(jax.jit(jax.grad(loss(_sort.sort)))(x), expected)
+    batch = jnp.stack([x, -x])
+    assert_bitwise(jax.vmap(jax.grad(loss(_sort.sort)))(batch), jax.vmap(jax.grad(loss(jnp.sort)))(batch))
+    primal, tangent = jax.jvp(_sort.sort, (x,), (weights,))
+    expected_primal, expected_tangent = jax.jvp(jnp.sort, (x,), (weights,))
+    assert_bitwise(primal, expected_primal)
+    assert_bitwise(tangent, expected_tangent)
+
+
+@pytest.fixture
+def fresh_traces():
+    """Tests that patch the module retrace: JAX caches traces of the cached per-axis sorters."""
+    jax.clear_caches()
+    yield
+    jax.clear_caches()
+
+
+def _has_callback(fn, *args, platforms=None):
+    traced = jax.jit(lambda *a: fn(*a)).trace(*args)
+    lowered = traced.lower() if platforms is None else traced.lower(lowering_platforms=platforms)
+    return "callback" in lowered.as_text()
+
+
+@pytest.mark.skipif(jax.default_backend() != "cpu", reason="the host path is the CPU's")
+def test_the_cpu_program_runs_numpy(monkeypatch, fresh_traces):
+    calls = []
+    numpy_sort = _sort._numpy_sort
+
+    def spy(x, *, axis):
+        calls.append(np.shape(x))
+        return numpy_sort(x, axis=axis)
+
+    monkeypatch.setattr(_sort, "_numpy_sort", spy)
+    x = jnp.asarray(float_data((LARGE,), 9))
+    assert _has_callback(_sort.sort, x)
+    assert_bitwise(jax.jit(lambda v: _sort.sort(v))(x), jnp.sort(x))
+    assert calls == [(LARGE,)]
+    # Under vmap the size rule sees the whole batch, and NumPy runs once on it.
+    calls.clear()
+    batch = jnp.asarray(float_data((1000, 8), 10))
+    nested = jax.jit(jax.vmap(jax.vmap(lambda v: _sort.sort(v))))
+    assert_bitwise(nested(batch.reshape(10, 100, 8)), jnp.sort(batch).reshape(10, 100, 8))
+    assert calls == [(10, 100, 8)]
+    # Small arrays stay in XLA.
+    assert not _has_callback(_sort.sort, jnp.zeros(SMALL))
+
+
+def test_an_accelerator_program_has_no_callback(monkeypatch, fresh_traces):
+    x = jnp.asarray(float_data((LARGE,), 11))
+    batch = jnp.asarray(float_data((4, LARGE), 12))
+    nested = jax.vmap(jax.vmap(_sort.argsort))
+    # Lowered for a GPU, the program keeps only the jnp.sort branch, whatever the default backend.
+    for platform in ("cuda", "rocm", "tpu"):
+        assert not _has_callback(_sort.sort, x, platforms=(platform,))
+        assert not _has_callback(jax.vmap(_sort.sort), batch, platforms=(platform,))
+        assert not _has_callback(nested, batch[None], platforms=(platform,))
+    # The backend decision forced to "accelerator" (no host-sort platform): no callback on any platform.
+    monkeypatch.setattr(_sort, "HOST_SORT_PLATFORMS", ())
+    assert not _has_callback(_sort.sort, x)
+    assert not _has_callback(jax.vmap(_sort.sort), batch)
+    assert not _has_callback(nested, batch[None])
+    assert not _has_callback(jax.grad(lambda v: _sort.sort(v)[-1]), x)
+    assert_bitwise(jax.jit(lambda v: _sort.sort(v))(x), jnp.sort(x))
+
+
+def test_bad_axis_is_a_value_error():
+    with pytest.raises(ValueError, match="out of bounds"):
+        _sort.sort(jnp.zeros((3, 4)), axis=2)
+    with pytest.raises(ValueError, match="out of bounds"):
+        _sort.argsort(jnp.float64(1.0))
+
+
+def test_docstring_examples():
+    assert doctest.testmod(_sort, optionflags=doctest.NORMALIZE_WHITESPACE).failed == 0
