@@ -99,13 +99,25 @@ TARGETS: dict[str, Target] = {
 
 
 class SweepableMechanism(NamedTuple):
-    """A public mechanism as the study engine runs it (see the module docstring)."""
+    """A public mechanism as the study engine runs it (see the module docstring).
+
+    Attributes:
+      name, release, target, parameters, description: see :func:`make_sweepable`.
+      exact: optional ``(data, params) -> {name: scalar}``, exact (not sampled) per-dataset
+        quantities of the release's error distribution, e.g. its expected absolute error from
+        a closed form; the engine evaluates it on every trial's data beside the release and
+        keeps it in :attr:`CellTrials.exact <gpuprivacy.sweeps.CellTrials>`.
+      batched: False for a mechanism that cannot be traced (host-side code): the engine then
+        draws the data batched on the device and calls the mechanism once per trial.
+    """
 
     name: str
     release: Callable
     target: str
     parameters: dict
     description: str
+    exact: Callable | None = None
+    batched: bool = True
 
 
 def kebab(name: str) -> str:
@@ -192,7 +204,8 @@ def _data_positional(fn: Callable) -> bool:
 
 
 def make_sweepable(release: Callable, *, target: str, name: str | None = None,
-                   description: str = "") -> SweepableMechanism:
+                   description: str = "", exact: Callable | None = None,
+                   batched: bool = True) -> SweepableMechanism:
     """A :class:`SweepableMechanism` for ``release(key, data, **params) -> Release``.
 
     Args:
@@ -201,6 +214,9 @@ def make_sweepable(release: Callable, *, target: str, name: str | None = None,
         ``"clipped-mean"``, ``"argmax"``, ``"identity"``).
       name: the config name; default the function's name in kebab case.
       description: one line for ``gpuprivacy sweep --list``; default the docstring's first line.
+      exact: optional ``(data, params) -> {name: scalar}`` in jnp, exact per-dataset quantities of the
+        release's error (see :class:`SweepableMechanism`).
+      batched: False if ``release`` cannot be traced under ``jax.vmap`` (it then runs once per trial).
     """
     if not callable(release):
         raise TypeError(f"release must be a mechanism (key, data, *, params) -> Release, got {release!r}.")
@@ -212,7 +228,10 @@ def make_sweepable(release: Callable, *, target: str, name: str | None = None,
     name = kebab(release.__name__) if name is None else name
     if not description:
         description = (inspect.getdoc(release) or "").split("\n", 1)[0]
-    return SweepableMechanism(name, release, target, signature_parameters(release), description)
+    if exact is not None and not callable(exact):
+        raise TypeError(f"exact must be a function (data, params) -> dict of scalars, got {exact!r}.")
+    return SweepableMechanism(name, release, target, signature_parameters(release), description, exact,
+                              bool(batched))
 
 
 def _builtin_table():

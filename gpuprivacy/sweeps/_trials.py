@@ -70,6 +70,10 @@ class CellTrials(NamedTuple):
       wall_s: seconds spent running the trials (compilation excluded).
       compile_s: seconds spent compiling programs for this cell (0 when cached).
       chunk: trials per chunk; devices: local devices the chunks were split over.
+      info: the release's per-trial scalar diagnostics, ``{field: [T]}`` (the numeric fields
+        of ``release.info`` that hold one number per trial, e.g. a route or a calibration).
+      exact: the mechanism's exact per-dataset quantities, ``{name: [T]}`` (empty unless the
+        sweepable mechanism states an ``exact`` function).
     """
 
     values: np.ndarray
@@ -81,6 +85,8 @@ class CellTrials(NamedTuple):
     compile_s: float
     chunk: int
     devices: int
+    info: dict = {}
+    exact: dict = {}
 
 
 def local_mesh() -> Mesh:
@@ -107,8 +113,33 @@ def _split(params: dict, traceable: tuple) -> tuple[tuple, dict]:
     return static, traced
 
 
+def _info_scalars(info, leading: tuple = ()) -> dict:
+    """The numeric fields of a release's ``info`` that hold one number per trial (shape ``leading``)."""
+    fields = info._asdict() if hasattr(info, "_asdict") else (dict(info) if isinstance(info, dict) else {})
+    out = {}
+    for name, leaf in fields.items():
+        if isinstance(leaf, (jax.Array, np.ndarray, np.generic, int, float, bool)):
+            leaf = jnp.asarray(leaf)
+            if leaf.shape == leading and (jnp.issubdtype(leaf.dtype, jnp.number) or leaf.dtype == jnp.bool_):
+                out[name] = leaf
+    return out
+
+
+def _exact_values(mechanism: SweepableMechanism, x, params) -> dict:
+    if mechanism.exact is None:
+        return {}
+    return {str(k): jnp.asarray(v, jnp.float64) for k, v in mechanism.exact(x, params).items()}
+
+
+def _valid(release):
+    valid = getattr(release.info, "valid", None)
+    if valid is None:
+        valid = jnp.all(jnp.isfinite(jnp.asarray(release.value, jnp.float64)))
+    return jnp.asarray(valid, bool)
+
+
 def _mechanism_fn(mechanism: SweepableMechanism, static: tuple):
-    """``one(trial_key, x, traced) -> (value, target, valid)``: one trial on its data ``x``."""
+    """``one(trial_key, x, traced) -> (value, target, valid, info, exact)``: one trial on its data ``x``."""
     target = TARGETS[mechanism.target]
     static_params = dict(static)
 
@@ -116,10 +147,8 @@ def _mechanism_fn(mechanism: SweepableMechanism, static: tuple):
         _, mechanism_key = jax.random.split(trial_key)
         params = {**static_params, **traced}
         release = mechanism.release(mechanism_key, x, **params)
-        valid = getattr(release.info, "valid", None)
-        if valid is None:
-            valid = jnp.all(jnp.isfinite(jnp.asarray(release.value, jnp.float64)))
-        return release.value, target.statistic(x, params), jnp.asarray(valid, bool)
+        return (release.value, target.statistic(x, params), _valid(release), _info_scalars(release.info),
+                _exact_values(mechanism, x, params))
     return one
 
 
@@ -205,18 +234,19 @@ def _mechanism_program(mechanism, static, traced, n: int, chunk: int, mesh: Mesh
         def per_device(keys, x, traced_params):
             return jax.vmap(one, in_axes=(0, 0, None))(keys, x, traced_params)
         return jax.shard_map(per_device, mesh=mesh, in_specs=(_SHARDED, _SHARDED, _REPLICATED),
-                             out_specs=(_SHARDED, _SHARDED, _SHARDED), check_vma=False)
+                             out_specs=_SHARDED, check_vma=False)
     return _compiled(cache_key, build, example_args)
 
 
 def _target_program(mechanism, static, n: int, chunk: int, mesh: Mesh, example_args):
     """The target statistic of a chunk of datasets (for mechanisms with their own batched path)."""
-    cache_key = ("target", mechanism.target, static, n, chunk, _devices(mesh))
+    cache_key = ("target", mechanism.target, id(mechanism.exact), static, n, chunk, _devices(mesh))
     target, static_params = TARGETS[mechanism.target], dict(static)
 
     def build():
         def per_device(x):
-            return jax.vmap(lambda row: target.statistic(row, static_params))(x)
+            return jax.vmap(lambda row: (target.statistic(row, static_params),
+                                         _exact_values(mechanism, row, static_params)))(x)
         return jax.shard_map(per_device, mesh=mesh, in_specs=(_SHARDED,), out_specs=_SHARDED, check_vma=False)
     return _compiled(cache_key, build, example_args)
 
@@ -230,19 +260,26 @@ _SHARDED, _REPLICATED = PartitionSpec(TRIALS_AXIS), PartitionSpec()
 
 def run_cell(mechanism: SweepableMechanism, params: dict, data: DataSpec, cell_key: jax.Array, num_trials: int,
              *, mesh: Mesh | None = None, chunk: int | None = None, progress=None) -> CellTrials:
-    """Runs ``num_trials`` trials of ``mechanism`` on ``data`` (see the module docstring)."""
+    """Runs ``num_trials`` trials of ``mechanism`` on ``data`` (see the module docstring).
+
+    Three ways to run a chunk, all giving trial ``i`` the same key and data: one compiled program
+    (the mechanism traced under ``vmap``), the mechanism's own batched driver (its ``run_trials``
+    hook, e.g. host-routed trials), or, for a mechanism marked ``batched=False``, one call per
+    trial on data drawn batched on the device.
+    """
     mesh = local_mesh() if mesh is None else mesh
     num_devices = mesh.shape[TRIALS_AXIS]
     platform = mesh.devices.flat[0].platform
     chunk = plan_chunk(data.n, num_trials, num_devices, platform, chunk)
-    hook = batched_implementation(mechanism.release) is not None
+    hook = batched_implementation(mechanism.release)
+    mode = "program" if mechanism.batched and hook is None else ("hook" if mechanism.batched else "eager")
     dist_params = {k: jnp.asarray(v, jnp.float64) for k, v in data.params.items()}
     fixed = _fixed_data(data, cell_key)
     example = fixed if fixed is not None else jnp.zeros((data.n,), jnp.float64)
-    traceable = traceable_parameters(mechanism, params, data, example) if not hook else ()
+    traceable = traceable_parameters(mechanism, params, data, example) if mode == "program" else ()
     static, traced = _split(params, traceable)
     guarantee = None
-    if not hook:
+    if mode == "program":
         guarantee = guarantee_of(mechanism.release, jax.random.key(0), example, **params)
     keys = jax.random.split(cell_key, num_trials)
     padded = -(-num_trials // chunk) * chunk
@@ -251,40 +288,60 @@ def run_cell(mechanism: SweepableMechanism, params: dict, data: DataSpec, cell_k
     fixed_arg = fixed if fixed is not None else jnp.zeros((data.n,), jnp.float64)
     draw, compile_s = _draw_program(data, chunk, mesh, (keys[:chunk], dist_params, fixed_arg))
     x_example = jax.ShapeDtypeStruct((chunk, data.n), jnp.float64)
-    if hook:
-        run, seconds = _target_program(mechanism, tuple(sorted(params.items())), data.n, chunk, mesh, (x_example,))
-    else:
+    if mode == "program":
         run, seconds = _mechanism_program(mechanism, static, traced, data.n, chunk, mesh,
                                           (keys[:chunk], x_example, traced))
+    else:
+        run, seconds = _target_program(mechanism, tuple(sorted(params.items())), data.n, chunk, mesh, (x_example,))
     compile_s += seconds
-    values, targets, valid = [], [], []
+    parts = []
     wall = 0.0
     for start in range(0, padded, chunk):
         chunk_keys = keys[start:start + chunk]
         t0 = time.perf_counter()
         x = draw(chunk_keys, dist_params, fixed_arg)
-        if hook:
-            target = run(x)
-            release = batched_implementation(mechanism.release)(chunk_keys, x, batched_args=True, **params)
+        if mode == "program":
+            value, target, ok, info, exact = run(chunk_keys, x, traced)
+        else:
+            target, exact = run(x)
+            if mode == "hook":
+                release = hook(chunk_keys, x, batched_args=True, **params)
+                info = _info_scalars(release.info, (chunk,))
+                ok = getattr(release.info, "valid", None)
+                ok = np.isfinite(np.asarray(release.value, np.float64)) if ok is None else ok
+            else:
+                release, ok, info = _eager_trials(mechanism, chunk_keys, x, params)
             guarantee = release.guarantee if guarantee is None else guarantee
             value = release.value
-            ok = getattr(release.info, "valid", None)
-            ok = np.isfinite(np.asarray(value, np.float64)) if ok is None else ok
-        else:
-            value, target, ok = run(chunk_keys, x, traced)
-        value, target, ok = np.asarray(value), np.asarray(target), np.asarray(ok, bool)
+        parts.append(jax.tree_util.tree_map(np.asarray, (value, target, ok, info, exact)))
         wall += time.perf_counter() - t0
-        values.append(value)
-        targets.append(target)
-        valid.append(ok)
         if progress is not None:
             progress.update(min(chunk, num_trials - start))
     population = None
     if data.distribution is not None:
         population = TARGETS[mechanism.target].population(data.distribution, data.params, params)
-    return CellTrials(np.concatenate(values)[:num_trials], np.concatenate(targets)[:num_trials],
-                      np.concatenate(valid)[:num_trials], guarantee, population, wall, compile_s, chunk,
-                      num_devices)
+    value, target, ok, info, exact = jax.tree_util.tree_map(
+        lambda *leaves: np.concatenate(leaves)[:num_trials], *parts)
+    return CellTrials(value, target, ok.astype(bool), guarantee, population, wall, compile_s, chunk, num_devices,
+                      info, exact)
+
+
+def _eager_trials(mechanism: SweepableMechanism, keys, x, params):
+    """One call per trial (a mechanism that cannot be traced); returns the stacked releases."""
+    releases = []
+    for trial_key, row in zip(keys, x):
+        _, mechanism_key = jax.random.split(trial_key)
+        releases.append(mechanism.release(mechanism_key, row, **params))
+    value = np.stack([np.asarray(r.value) for r in releases])
+    ok = np.array([bool(_valid(r)) for r in releases])
+    infos = [_info_scalars(r.info) for r in releases]
+    common = set.intersection(*(set(i) for i in infos)) if infos else set()
+    info = {name: np.stack([np.asarray(i[name]) for i in infos]) for name in sorted(common)}
+
+    class Stacked(NamedTuple):
+        value: Any
+        guarantee: Any
+    return Stacked(value, releases[0].guarantee), ok, info
 
 
 def _fixed_data(data: DataSpec, cell_key):
