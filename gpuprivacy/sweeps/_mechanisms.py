@@ -248,6 +248,8 @@ def _builtin_table():
         "laplace_report_noisy_max": "argmax", "gaussian_report_noisy_max": "argmax",
         "laplace_mechanism": "identity", "gaussian_mechanism": "identity", "gaussian_mechanism_zcdp": "identity",
     }
+    from gpuprivacy.sweeps._exact import EXACT_ERRORS
+
     out = {}
     for fname, target in targets.items():
         fn = None
@@ -255,7 +257,7 @@ def _builtin_table():
             fn = getattr(namespace, fname, None)
             if fn is not None:
                 break
-        out[kebab(fname)] = make_sweepable(fn, target=target)
+        out[kebab(fname)] = make_sweepable(fn, target=target, exact=EXACT_ERRORS.get(kebab(fname)))
     return out
 
 
