@@ -325,6 +325,10 @@ def cmd_sweep(args) -> None:
                         max_trials=args.max_trials, chunk=args.chunk)
     payload = summary._asdict() if hasattr(summary, "_asdict") else dict(summary.__dict__)
     _emit(args, payload, "\n".join(f"{k}: {v}" for k, v in payload.items() if k != "rows"))
+    for row in summary.rows:
+        if row.get("status") == "infeasible":  # reported, not hidden: the sweep went on without these cells
+            print(f"infeasible cell {row['cell_id']} ({row['mechanism']}, {row['dataset']} "
+                  f"{row['dataset_params']}): {row['error']}", file=sys.stderr)
 
 
 def cmd_study(args) -> None:

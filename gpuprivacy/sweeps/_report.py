@@ -162,6 +162,8 @@ def _markdown_table(rows, coords, varying, metric) -> str:
         se = m.get(metric + "_se")
         if se is not None and m.get(metric) is not None:
             value += f" ± {_Z95 * se:.2g}"
+        if rows[i].get("status") == "infeasible":  # the mechanism refused the cell; its row says why
+            value = "infeasible: " + rows[i].get("error", "").replace("|", "/")[:120]
         cells = [_fmt(coords[i].get(k)) for k in keys] + [str(rows[i]["num_trials"]), value,
                                                            _fmt(m.get("epsilon")), _fmt(m.get("delta")),
                                                            _fmt(m.get("released")), _fmt(m.get("time_per_trial_s"))]

@@ -15,10 +15,10 @@ import numpy as np
 from gpuprivacy._progress import Progress
 from gpuprivacy.sweeps import _registry
 from gpuprivacy.mechanisms import guarantee_of
-from gpuprivacy.sweeps._config import SweepCell, SweepConfigError, canonical_json, expand_config
+from gpuprivacy.sweeps._config import SweepCell, SweepConfigError, canonical_json, cell_id_of, expand_config
 from gpuprivacy.sweeps._mechanisms import TARGETS
 from gpuprivacy.sweeps._metrics import cell_metrics
-from gpuprivacy.sweeps._trials import DataSpec, run_cell
+from gpuprivacy.sweeps._trials import CellRequest, DataSpec, run_cells
 from gpuprivacy.sweeps._provenance import environment_info, utc_timestamp
 from gpuprivacy.sweeps._results import DIGEST_KEY, ResultsFile, SweepResultsError, read_rows
 
@@ -37,6 +37,8 @@ class SweepSummary(NamedTuple):
       num_computed: cells computed by this call.
       num_skipped: cells already present in the file (resumed).
       wall_s: wall-clock seconds of this call.
+      num_infeasible: cells whose row says ``"status": "infeasible"`` (the mechanism refused to run
+        them, e.g. a plan beyond its budget; the row holds the error).
     """
 
     name: str
@@ -46,6 +48,7 @@ class SweepSummary(NamedTuple):
     num_computed: int
     num_skipped: int
     wall_s: float
+    num_infeasible: int = 0
 
 
 def cell_key(seed: int, cell_id: str) -> jax.Array:
@@ -91,7 +94,7 @@ def run_sweep(config: str | os.PathLike | Mapping, *, results_path: str | os.Pat
     are kept and ignored.
 
     Several processes (``jax.distributed``, e.g. one per host): each takes every
-    ``process_count``-th cell still to do and runs it on its own devices into its own
+    ``process_count``-th block of cells still to do and runs it on its own devices into its own
     part file, and process 0 merges the parts into ``results_path`` in grid order
     (the path must be on a filesystem every process sees). ``num_computed`` is then
     this process's share; the rows equal a single process's.
@@ -132,7 +135,8 @@ def run_sweep(config: str | os.PathLike | Mapping, *, results_path: str | os.Pat
         rows = [done[cell.cell_id] for cell in plan.cells]
     return SweepSummary(name=plan.name, results_path=results_path, rows=rows, num_cells=len(plan.cells),
                         num_computed=computed, num_skipped=len(plan.cells) - computed,
-                        wall_s=time.perf_counter() - start)
+                        wall_s=time.perf_counter() - start,
+                        num_infeasible=sum(row.get("status") == "infeasible" for row in rows))
 
 
 def _todo(plan, done: dict, results_path) -> list:
@@ -150,30 +154,59 @@ def _todo(plan, done: dict, results_path) -> list:
     return todo
 
 
-def _compute(plan, todo, env, chunk, progress, results, done) -> int:
-    """Computes ``todo`` in order, appending each row to ``results`` (durably) as soon as it is done."""
+def data_key(seed: int, cell: SweepCell) -> jax.Array:
+    """The key of a cell's datasets: from the seed and the dataset's canonical parameters only.
+
+    Every mechanism and privacy parameter of a sweep therefore meets the same datasets, trial by
+    trial (common random numbers): comparisons between mechanisms are paired, and each dataset is
+    drawn once for all the cells that use it.
+    """
+    return cell_key(seed, cell_id_of({"seed": seed, "dataset": cell.dataset, "dataset_params": cell.dataset_params}))
+
+
+def _blocks(todo) -> list[list]:
+    """The cells to do, in blocks that share their datasets (same dataset, parameters and trials), in grid
+    order of each block's first cell; a cell that does not run on the study engine is a block of its own."""
+    blocks: dict = {}
+    for cell in todo:
+        entry = _registry.get_mechanism(cell.mechanism)
+        ident = (canonical_json([cell.dataset, cell.dataset_params, cell.num_trials]) if entry.kind == "release"
+                 else cell.cell_id)
+        blocks.setdefault(ident, []).append(cell)
+    return list(blocks.values())
+
+
+def _compute(plan, todo, env, chunk, progress, results, done, select: tuple[int, int] = (0, 1)) -> int:
+    """Computes ``todo`` block by block, appending each cell's row to ``results`` (durably) once its block is
+    done. ``select = (i, p)``: only every p-th block from the i-th (one process's share)."""
+    blocks = _blocks(todo)[select[0]::select[1]]
     data_cache: dict[str, tuple[jax.Array, _registry.SweepData]] = {}
-    with Progress(sum(cell.num_trials for cell in todo), label=f"sweep {plan.name}", enabled=progress) as bar:
-        for cell in todo:
-            entry = _registry.get_mechanism(cell.mechanism)
+    computed = 0
+    with Progress(sum(cell.num_trials for block in blocks for cell in block), label=f"sweep {plan.name}",
+                  enabled=progress) as bar:
+        for block in blocks:
             t0 = time.perf_counter()
+            entry = _registry.get_mechanism(block[0].mechanism)
             if entry.kind == "release":
-                row = _study_row(cell, entry.payload, chunk, bar)
+                rows = _study_rows(block, chunk, bar)
             else:
-                row = _cell_row(cell, entry, data_cache)
-                bar.update(cell.num_trials)
-            row = {
-                "schema": SCHEMA_VERSION,
-                "cell_id": cell.cell_id,
-                "sweep": plan.name,
-                **cell.canonical(),
-                **row,
-                "cell_wall_s": time.perf_counter() - t0,
-                "timestamp": utc_timestamp(),
-                **env,
-            }
-            done[cell.cell_id] = results.append(row)
-    return len(todo)
+                rows = [_cell_row(block[0], entry, data_cache)]
+                bar.update(block[0].num_trials)
+            block_s = time.perf_counter() - t0
+            for cell, row in zip(block, rows):
+                row = {
+                    "schema": SCHEMA_VERSION,
+                    "cell_id": cell.cell_id,
+                    "sweep": plan.name,
+                    **cell.canonical(),
+                    **row,
+                    "cell_wall_s": block_s / len(block),
+                    "timestamp": utc_timestamp(),
+                    **env,
+                }
+                done[cell.cell_id] = results.append(row)
+                computed += 1
+    return computed
 
 
 def _part_paths(results_path: pathlib.Path) -> list[pathlib.Path]:
@@ -205,7 +238,8 @@ def _merge_parts(plan, results_path: pathlib.Path) -> None:
 def _run_processes(plan, results_path: pathlib.Path, env, chunk, progress) -> tuple[list, int]:
     """Cells over the processes of a ``jax.distributed`` run (a filesystem all of them see).
 
-    Each process computes every ``process_count``-th cell still to do (from its index), on its own devices,
+    Each process computes every ``process_count``-th block of cells still to do (cells sharing their datasets;
+    from its index), on its own devices,
     into its own part file ``<results>.process<i>``; process 0 then merges the parts into the results file in
     grid order. Cells are keyed by their ids, so the rows equal a single process's, whatever the split.
     """
@@ -218,9 +252,8 @@ def _run_processes(plan, results_path: pathlib.Path, env, chunk, progress) -> tu
     multihost_utils.sync_global_devices("gpuprivacy sweep: parts merged")
     done = {row["cell_id"]: row for row in read_rows(results_path)} if results_path.exists() else {}
     todo = _todo(plan, done, results_path)
-    mine = todo[me::processes]
     with ResultsFile(results_path.with_name(f"{results_path.name}.process{me}")) as part:
-        computed = _compute(plan, mine, env, chunk, progress and me == 0, part, dict(done))
+        computed = _compute(plan, todo, env, chunk, progress and me == 0, part, dict(done), select=(me, processes))
     multihost_utils.sync_global_devices("gpuprivacy sweep: cells computed")
     if me == 0:
         _merge_parts(plan, results_path)
@@ -252,16 +285,53 @@ def _data_spec(cell: SweepCell) -> DataSpec:
     return DataSpec(cell.dataset, int(data.queries.shape[0]), {}, fixed=data.queries, fresh=False)
 
 
-def _study_row(cell: SweepCell, mechanism, chunk, bar) -> dict:
-    """A cell of a public mechanism: its trials run by the study engine (gpuprivacy/sweeps/_trials.py)."""
-    data = _data_spec(cell)
-    trials = run_cell(mechanism, dict(cell.mechanism_params), data, cell_key(cell.seed, cell.cell_id),
-                      cell.num_trials, chunk=chunk, progress=bar)
+# What a mechanism raises for a cell it cannot run (a parameter it refuses for this data size, a plan beyond
+# its budget, memory): the cell's row records it and the sweep goes on. Anything else is a bug and propagates.
+_INFEASIBLE = (ValueError, TypeError, ArithmeticError, MemoryError, RuntimeError)
+
+
+def _study_rows(block: list, chunk, bar) -> list[dict]:
+    """The cells of a block (same datasets), run by the study engine (gpuprivacy/sweeps/_trials.py).
+
+    All at once first; if that fails, cell by cell, so that an infeasible cell gets a row saying why
+    (``"status": "infeasible"``, null metrics) and its block-mates their results.
+    """
+    data = _data_spec(block[0])
+    key = data_key(block[0].seed, block[0])
+    requests = [CellRequest(_registry.get_mechanism(cell.mechanism).payload, dict(cell.mechanism_params),
+                            cell_key(cell.seed, cell.cell_id)) for cell in block]
+    try:
+        trials = run_cells(requests, data, block[0].num_trials, data_key=key, chunk=chunk, progress=bar)
+        return [_study_row(cell, request.mechanism, data, t) for cell, request, t in zip(block, requests, trials)]
+    except _INFEASIBLE:
+        if len(block) == 1:
+            return [_infeasible_row(block[0], data, requests[0].mechanism)]
+    rows = []
+    for cell, request in zip(block, requests):
+        try:
+            (t,) = run_cells([request], data, cell.num_trials, data_key=key, chunk=chunk)
+            rows.append(_study_row(cell, request.mechanism, data, t))
+        except _INFEASIBLE:
+            rows.append(_infeasible_row(cell, data, request.mechanism))
+    return rows
+
+
+def _infeasible_row(cell: SweepCell, data: DataSpec, mechanism) -> dict:
+    import sys
+
+    err = sys.exc_info()[1]
+    message = f"{type(err).__name__}: {err}".strip()
+    return {"n": data.n, "status": "infeasible", "error": message[:2000], "guarantee": None,
+            "target": mechanism.target, "population_value": None, "chunk": None, "devices": None,
+            "metrics": {}}
+
+
+def _study_row(cell: SweepCell, mechanism, data: DataSpec, trials) -> dict:
     metrics = cell_metrics(trials, cell.mechanism_params, target_kind=TARGETS[mechanism.target].kind,
                            coverage_radius=cell.options.get("coverage_radius"),
                            extra=tuple(cell.options.get("metrics", ())))
     metrics = {k: (float(v) if math.isfinite(v) else None) for k, v in metrics.items()}
-    return {"n": data.n, "guarantee": _guarantee_json(trials.guarantee), "target": mechanism.target,
+    return {"n": data.n, "status": "ok", "guarantee": _guarantee_json(trials.guarantee), "target": mechanism.target,
             "population_value": trials.population, "chunk": trials.chunk, "devices": trials.devices,
             "metrics": metrics}
 
@@ -275,18 +345,21 @@ def _guarantee_json(guarantee) -> dict | None:
 
 def _check_release_parameters(plan, cells) -> None:
     """Every distinct (mechanism, parameters) of the study cells is checked by the mechanism itself, before any
-    cell runs: its guarantee is stated abstractly (no noise) on a small dataset, so a value the mechanism refuses
-    (epsilon <= 0, lower >= upper, an unstatable guarantee) is an error naming the cell."""
-    seen = set()
+    cell runs: its guarantee is stated abstractly (no noise) on a small dataset of each data size in the sweep,
+    so a value the mechanism refuses (epsilon <= 0, lower >= upper, an unstatable guarantee) is an error naming
+    the cell. Refused at some sizes only, the parameters are valid and those cells are infeasible: they run,
+    and their rows say why they could not."""
+    outcomes: dict[str, list] = {}
+    checked = set()
     for cell in cells:
         entry = _registry.get_mechanism(cell.mechanism)
         if entry.kind != "release":
             continue
         n = int(cell.dataset_params.get("n", 8)) if _registry.get_dataset(cell.dataset).kind == "drawn" else 8
-        ident = canonical_json([cell.mechanism, cell.mechanism_params, n])
-        if ident in seen:
+        ident = canonical_json([cell.mechanism, cell.mechanism_params])
+        if (ident, n) in checked:
             continue
-        seen.add(ident)
+        checked.add((ident, n))
         params = cell.mechanism_params
         lower, upper = params.get("lower", -math.inf), params.get("upper", math.inf)
         # A small dataset inside the mechanism's public bounds, so only the parameters can be refused.
@@ -294,9 +367,14 @@ def _check_release_parameters(plan, cells) -> None:
                    else jnp.linspace(0.0, 1.0, n, dtype=jnp.float64))
         try:
             guarantee_of(entry.payload.release, jax.random.key(0), example, **cell.mechanism_params)
+            outcomes.setdefault(ident, []).append(None)
         except (ValueError, TypeError) as err:
+            outcomes.setdefault(ident, []).append((cell, err))
+    for results in outcomes.values():
+        if all(result is not None for result in results):
+            cell, err = results[0]
             raise SweepConfigError(f"{plan.source}: the cell {canonical_json(cell.canonical())} is refused by "
-                                   f"{cell.mechanism}: {err}") from None
+                                   f"{cell.mechanism}: {err}")
 
 
 def _load_data(cell: SweepCell) -> _registry.SweepData:

@@ -153,9 +153,8 @@ def _mechanism_fn(mechanism: SweepableMechanism, static: tuple):
 
 
 def _draw_fn(data: DataSpec):
-    """``draw(trial_key, dist_params, fixed) -> x``: one trial's data (the first half of its key)."""
-    def draw(trial_key, dist_params, fixed):
-        data_key, _ = jax.random.split(trial_key)
+    """``draw(data_key, dist_params, fixed) -> x``: one trial's data from its data key."""
+    def draw(data_key, dist_params, fixed):
         if data.distribution is None or not data.fresh:
             return fixed
         return data.distribution.draw(data_key, (data.n,), **dist_params)
@@ -223,18 +222,21 @@ def _draw_program(data: DataSpec, chunk: int, mesh: Mesh, example_args):
     return _compiled(cache_key, build, example_args)
 
 
-def _mechanism_program(mechanism, static, traced, n: int, chunk: int, mesh: Mesh, example_args):
-    """Runs a chunk of trials on their datasets, each device its own rows. Shared by every dataset of size n."""
-    cache_key = ("mechanism", mechanism.name, id(mechanism.release), static, tuple(sorted(traced)), n, chunk,
-                 _devices(mesh))
+def _mechanism_program(mechanism, static, traced, n: int, chunk: int, group: int, mesh: Mesh, example_args):
+    """Runs a chunk of trials for ``group`` cells that differ only in their traced parameters, on the chunk's
+    shared datasets, each device its own rows. Work that depends on the data alone (a sort, the bounds, the
+    target) is not batched over the group, so it runs once per trial for the whole group."""
+    cache_key = ("mechanism", mechanism.name, id(mechanism.release), id(mechanism.exact), static,
+                 tuple(sorted(traced)), n, chunk, group, _devices(mesh))
 
     def build():
         one = _mechanism_fn(mechanism, static)
 
         def per_device(keys, x, traced_params):
-            return jax.vmap(one, in_axes=(0, 0, None))(keys, x, traced_params)
-        return jax.shard_map(per_device, mesh=mesh, in_specs=(_SHARDED, _SHARDED, _REPLICATED),
-                             out_specs=_SHARDED, check_vma=False)
+            trials = jax.vmap(one, in_axes=(0, 0, None))
+            return jax.vmap(trials, in_axes=(0, None, 0))(keys, x, traced_params)
+        return jax.shard_map(per_device, mesh=mesh, in_specs=(_GROUP_SHARDED, _SHARDED, _REPLICATED),
+                             out_specs=_GROUP_SHARDED, check_vma=False)
     return _compiled(cache_key, build, example_args)
 
 
@@ -256,74 +258,156 @@ def _devices(mesh: Mesh) -> tuple:
 
 
 _SHARDED, _REPLICATED = PartitionSpec(TRIALS_AXIS), PartitionSpec()
+_GROUP_SHARDED = PartitionSpec(None, TRIALS_AXIS)  # [cells of a group, trials, ...]: trials split
+
+
+class CellRequest(NamedTuple):
+    """One cell for :func:`run_cells`: a mechanism, its parameters and the cell's key (its mechanism noise)."""
+
+    mechanism: SweepableMechanism
+    params: dict
+    cell_key: jax.Array
 
 
 def run_cell(mechanism: SweepableMechanism, params: dict, data: DataSpec, cell_key: jax.Array, num_trials: int,
-             *, mesh: Mesh | None = None, chunk: int | None = None, progress=None) -> CellTrials:
+             *, data_key: jax.Array | None = None, mesh: Mesh | None = None, chunk: int | None = None,
+             progress=None) -> CellTrials:
     """Runs ``num_trials`` trials of ``mechanism`` on ``data`` (see the module docstring).
 
-    Three ways to run a chunk, all giving trial ``i`` the same key and data: one compiled program
-    (the mechanism traced under ``vmap``), the mechanism's own batched driver (its ``run_trials``
-    hook, e.g. host-routed trials), or, for a mechanism marked ``batched=False``, one call per
-    trial on data drawn batched on the device.
+    Trial ``i`` draws its mechanism noise from ``split(split(cell_key, T)[i])[1]`` and its data from
+    ``split(split(cell_key, T)[i])[0]``, or, given a ``data_key``, from ``fold_in(data_key, i)`` (then
+    every cell given the same data key sees the same datasets: common random numbers).
     """
+    return run_cells([CellRequest(mechanism, params, cell_key)], data, num_trials, data_key=data_key, mesh=mesh,
+                     chunk=chunk, progress=progress)[0]
+
+
+def run_cells(requests, data: DataSpec, num_trials: int, *, data_key: jax.Array | None = None,
+              mesh: Mesh | None = None, chunk: int | None = None, progress=None) -> list[CellTrials]:
+    """Runs several cells on the same datasets: each chunk of data is drawn once and fed to every cell.
+
+    Cells of one mechanism that differ only in traced parameters (an epsilon grid) run as one program
+    batched over the cells, so what depends on the data alone is computed once per trial for all of them.
+    A cell's results equal :func:`run_cell` with the same keys, whatever the other cells (tested).
+
+    Three ways to run a cell's chunk, all giving trial ``i`` the same keys and data: one compiled program
+    (the mechanism traced under ``vmap``), the mechanism's own batched driver (its ``run_trials`` hook,
+    e.g. host-routed trials), or, for a mechanism marked ``batched=False``, one call per trial on data
+    drawn batched on the device.
+
+    Args:
+      requests: :class:`CellRequest` s.
+      data: where the datasets come from (shared by every request).
+      num_trials: trials per cell.
+      data_key: the datasets' key (trial i: ``fold_in(data_key, i)``); None only for one request, whose
+        trial keys then also give its data (as :func:`run_cell` without a data key).
+    """
+    requests = list(requests)
+    if data_key is None and len(requests) != 1:
+        raise ValueError("run_cells needs a data_key for several cells (they share the datasets).")
     mesh = local_mesh() if mesh is None else mesh
     num_devices = mesh.shape[TRIALS_AXIS]
     platform = mesh.devices.flat[0].platform
-    chunk = plan_chunk(data.n, num_trials, num_devices, platform, chunk)
-    hook = batched_implementation(mechanism.release)
-    mode = "program" if mechanism.batched and hook is None else ("hook" if mechanism.batched else "eager")
-    dist_params = {k: jnp.asarray(v, jnp.float64) for k, v in data.params.items()}
-    fixed = _fixed_data(data, cell_key)
+    fixed = _fixed_data(data, requests[0].cell_key if data_key is None else data_key)
     example = fixed if fixed is not None else jnp.zeros((data.n,), jnp.float64)
-    traceable = traceable_parameters(mechanism, params, data, example) if mode == "program" else ()
-    static, traced = _split(params, traceable)
-    guarantee = None
-    if mode == "program":
-        guarantee = guarantee_of(mechanism.release, jax.random.key(0), example, **params)
-    keys = jax.random.split(cell_key, num_trials)
-    padded = -(-num_trials // chunk) * chunk
-    if padded != num_trials:  # repeat the first keys to fill the last chunk; those trials are dropped
-        keys = jnp.concatenate([keys, jnp.resize(keys, (padded - num_trials,))])
-    fixed_arg = fixed if fixed is not None else jnp.zeros((data.n,), jnp.float64)
-    draw, compile_s = _draw_program(data, chunk, mesh, (keys[:chunk], dist_params, fixed_arg))
-    x_example = jax.ShapeDtypeStruct((chunk, data.n), jnp.float64)
-    if mode == "program":
-        run, seconds = _mechanism_program(mechanism, static, traced, data.n, chunk, mesh,
-                                          (keys[:chunk], x_example, traced))
-    else:
-        run, seconds = _target_program(mechanism, tuple(sorted(params.items())), data.n, chunk, mesh, (x_example,))
-    compile_s += seconds
-    parts = []
-    wall = 0.0
-    for start in range(0, padded, chunk):
-        chunk_keys = keys[start:start + chunk]
-        t0 = time.perf_counter()
-        x = draw(chunk_keys, dist_params, fixed_arg)
+
+    groups: dict[tuple, list[int]] = {}
+    plans = []
+    for index, req in enumerate(requests):
+        hook = batched_implementation(req.mechanism.release)
+        mode = ("program" if req.mechanism.batched and hook is None
+                else ("hook" if req.mechanism.batched else "eager"))
+        traceable = traceable_parameters(req.mechanism, req.params, data, example) if mode == "program" else ()
+        static, traced = _split(req.params, traceable)
+        guarantee = None
         if mode == "program":
-            value, target, ok, info, exact = run(chunk_keys, x, traced)
+            guarantee = guarantee_of(req.mechanism.release, jax.random.key(0), example, **req.params)
+            group = ("program", req.mechanism.name, id(req.mechanism.release), id(req.mechanism.exact), static,
+                     tuple(sorted(traced)))
         else:
-            target, exact = run(x)
-            if mode == "hook":
-                release = hook(chunk_keys, x, batched_args=True, **params)
-                info = _info_scalars(release.info, (chunk,))
-                ok = getattr(release.info, "valid", None)
-                ok = np.isfinite(np.asarray(release.value, np.float64)) if ok is None else ok
+            group = (mode, index)
+        groups.setdefault(group, []).append(index)
+        plans.append((mode, hook, static, traced, guarantee))
+    widest = max(len(members) for members in groups.values())
+    chunk = plan_chunk(data.n * widest, num_trials, num_devices, platform, chunk)
+    padded = -(-num_trials // chunk) * chunk
+
+    def trial_keys(cell_key):
+        keys = jax.random.split(cell_key, num_trials)
+        if padded != num_trials:  # repeat the first keys to fill the last chunk; those trials are dropped
+            keys = jnp.concatenate([keys, jnp.resize(keys, (padded - num_trials,))])
+        return keys
+
+    keys = [trial_keys(req.cell_key) for req in requests]
+    if data_key is None:
+        data_keys = jax.vmap(lambda k: jax.random.split(k)[0])(keys[0])
+    else:
+        data_keys = jax.vmap(lambda i: jax.random.fold_in(data_key, i))(jnp.arange(padded, dtype=jnp.uint32))
+    dist_params = {k: jnp.asarray(v, jnp.float64) for k, v in data.params.items()}
+    fixed_arg = fixed if fixed is not None else jnp.zeros((data.n,), jnp.float64)
+    draw, draw_compile = _draw_program(data, chunk, mesh, (data_keys[:chunk], dist_params, fixed_arg))
+    x_example = jax.ShapeDtypeStruct((chunk, data.n), jnp.float64)
+    compile_s = [draw_compile / len(requests)] * len(requests)
+    programs = {}
+    for group, members in groups.items():
+        mode, hook, static, traced, _ = plans[members[0]]
+        req = requests[members[0]]
+        if mode == "program":
+            stacked = {k: jnp.stack([plans[m][3][k] for m in members]) for k in traced}
+            key_example = jax.ShapeDtypeStruct((len(members), chunk) + keys[0].shape[1:], keys[0].dtype)
+            run, seconds = _mechanism_program(req.mechanism, static, traced, data.n, chunk, len(members), mesh,
+                                              (key_example, x_example, stacked))
+            programs[group] = (run, stacked, jnp.stack([keys[m] for m in members]))
+        else:
+            run, seconds = _target_program(req.mechanism, tuple(sorted(req.params.items())), data.n, chunk, mesh,
+                                           (x_example,))
+            programs[group] = (run, None, None)
+        for m in members:
+            compile_s[m] += seconds / len(members)
+
+    parts: list[list] = [[] for _ in requests]
+    wall = [0.0] * len(requests)
+    guarantees = [plan[4] for plan in plans]
+    for start in range(0, padded, chunk):
+        t0 = time.perf_counter()
+        x = draw(data_keys[start:start + chunk], dist_params, fixed_arg)
+        draw_s = time.perf_counter() - t0
+        for group, members in groups.items():
+            t0 = time.perf_counter()
+            mode, hook, _, _, _ = plans[members[0]]
+            run, stacked, group_keys = programs[group]
+            if mode == "program":
+                out = jax.tree_util.tree_map(np.asarray, run(group_keys[:, start:start + chunk], x, stacked))
+                for j, m in enumerate(members):
+                    parts[m].append(jax.tree_util.tree_map(lambda leaf, j=j: leaf[j], out))
             else:
-                release, ok, info = _eager_trials(mechanism, chunk_keys, x, params)
-            guarantee = release.guarantee if guarantee is None else guarantee
-            value = release.value
-        parts.append(jax.tree_util.tree_map(np.asarray, (value, target, ok, info, exact)))
-        wall += time.perf_counter() - t0
-        if progress is not None:
-            progress.update(min(chunk, num_trials - start))
-    population = None
-    if data.distribution is not None:
-        population = TARGETS[mechanism.target].population(data.distribution, data.params, params)
-    value, target, ok, info, exact = jax.tree_util.tree_map(
-        lambda *leaves: np.concatenate(leaves)[:num_trials], *parts)
-    return CellTrials(value, target, ok.astype(bool), guarantee, population, wall, compile_s, chunk, num_devices,
-                      info, exact)
+                (m,) = members
+                req, chunk_keys = requests[m], keys[m][start:start + chunk]
+                target, exact = run(x)
+                if mode == "hook":
+                    release = hook(chunk_keys, x, batched_args=True, **req.params)
+                    info = _info_scalars(release.info, (chunk,))
+                    ok = getattr(release.info, "valid", None)
+                    ok = np.isfinite(np.asarray(release.value, np.float64)) if ok is None else ok
+                else:
+                    release, ok, info = _eager_trials(req.mechanism, chunk_keys, x, req.params)
+                guarantees[m] = release.guarantee if guarantees[m] is None else guarantees[m]
+                parts[m].append(jax.tree_util.tree_map(np.asarray, (release.value, target, ok, info, exact)))
+            seconds = time.perf_counter() - t0
+            for m in members:
+                wall[m] += seconds / len(members) + draw_s / len(requests)
+                if progress is not None:
+                    progress.update(min(chunk, num_trials - start))
+    results = []
+    for m, req in enumerate(requests):
+        population = None
+        if data.distribution is not None:
+            population = TARGETS[req.mechanism.target].population(data.distribution, data.params, req.params)
+        value, target, ok, info, exact = jax.tree_util.tree_map(
+            lambda *leaves: np.concatenate(leaves)[:num_trials], *parts[m])
+        results.append(CellTrials(value, target, ok.astype(bool), guarantees[m], population, wall[m], compile_s[m],
+                                  chunk, num_devices, info, exact))
+    return results
 
 
 def _eager_trials(mechanism: SweepableMechanism, keys, x, params):
@@ -337,11 +421,12 @@ def _eager_trials(mechanism: SweepableMechanism, keys, x, params):
     infos = [_info_scalars(r.info) for r in releases]
     common = set.intersection(*(set(i) for i in infos)) if infos else set()
     info = {name: np.stack([np.asarray(i[name]) for i in infos]) for name in sorted(common)}
+    return _Stacked(value, releases[0].guarantee), ok, info
 
-    class Stacked(NamedTuple):
-        value: Any
-        guarantee: Any
-    return Stacked(value, releases[0].guarantee), ok, info
+
+class _Stacked(NamedTuple):
+    value: Any
+    guarantee: Any
 
 
 def _fixed_data(data: DataSpec, cell_key):

@@ -1,0 +1,120 @@
+"""Cells that share their datasets run as one block; diagnostics, exact quantities, untraceable mechanisms,
+infeasible cells."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from gpuprivacy import datasets, sweeps
+from gpuprivacy.mechanisms import instance_optimal
+from gpuprivacy.sweeps import _trials
+from gpuprivacy.sweeps._mechanisms import builtin_sweepables, make_sweepable
+
+PARAMS = dict(lower=-5.0, upper=5.0, clip=True)
+
+
+def _spec(n=31, law="normal"):
+    return sweeps.DataSpec(law, n, {}, distribution=datasets.distribution(law))
+
+
+def test_a_block_gives_each_cell_what_it_gets_alone():
+    """Three epsilons of one mechanism (one program batched over the cells) and another mechanism, on shared
+    datasets: every cell's values equal the same cell run alone with the same keys."""
+    mechanisms = builtin_sweepables()
+    data_key = jax.random.key(7)
+    requests = [_trials.CellRequest(mechanisms["piecewise-laplace-median"], dict(epsilon=e, **PARAMS),
+                                    jax.random.key(100 + i)) for i, e in enumerate((0.5, 1.0, 2.0))]
+    requests.append(_trials.CellRequest(mechanisms["exponential-mechanism-median"], dict(epsilon=1.0, **PARAMS),
+                                        jax.random.key(200)))
+    block = _trials.run_cells(requests, _spec(), 20, data_key=data_key, chunk=8)
+    for request, got in zip(requests, block):
+        alone = _trials.run_cell(request.mechanism, request.params, _spec(), request.cell_key, 20,
+                                 data_key=data_key, chunk=8)
+        np.testing.assert_allclose(got.values, alone.values, rtol=1e-13, atol=1e-13)
+        np.testing.assert_array_equal(got.targets, alone.targets)
+        assert got.guarantee == alone.guarantee
+    # Common random numbers: every cell of the block met the same datasets.
+    for other in block[1:]:
+        np.testing.assert_array_equal(block[0].targets, other.targets)
+    assert len(set(block[0].targets.tolist())) == 20
+    # ... and the noise is each cell's own.
+    assert not np.array_equal(block[0].values, block[1].values)
+
+
+def test_data_only_work_runs_once_for_a_group_of_cells():
+    """The group program sorts each trial's data once for all its cells: no sort in it is batched over the
+    cells (a [G, chunk, n] sort would redo the work G times)."""
+    mech = builtin_sweepables()["piecewise-laplace-median"]
+    requests = [_trials.CellRequest(mech, dict(epsilon=e, **PARAMS), jax.random.key(i))
+                for i, e in enumerate((0.25, 0.5, 1.0, 2.0, 4.0))]
+    _trials._PROGRAMS.clear()
+    _trials.run_cells(requests, _spec(n=37), 16, data_key=jax.random.key(1), chunk=16)
+    (program,) = [p for k, p in _trials._PROGRAMS.items() if k[0] == "mechanism"]
+    text = program.as_text()
+    assert "[5,16]" in text  # the program is batched over the 5 cells ...
+    assert "f64[5,16,37]" not in text and "f64[16,37]" in text  # ... but the data are not
+
+
+def test_release_diagnostics_and_exact_quantities_per_trial():
+    mech = builtin_sweepables()["private-median"]
+    params = dict(epsilon=1.0, min_density=0.15, radius=1.0, median_bound=10.0)
+    out = _trials.run_cell(mech, params, _spec(n=301), jax.random.key(3), 12)
+    assert set(out.info) >= {"nonprivate_route", "nonprivate_median"} and out.info["nonprivate_route"].shape == (12,)
+
+    def exact(x, p):
+        return {"gs_over_eps": (p["upper"] - p["lower"]) / p["epsilon"], "mean": jnp.mean(x)}
+
+    laplace = builtin_sweepables()["laplace-median"]._replace(exact=exact, name="laplace-median-exact-test")
+    out = _trials.run_cell(laplace, dict(epsilon=2.0, **PARAMS), _spec(), jax.random.key(4), 10)
+    np.testing.assert_allclose(out.exact["gs_over_eps"], 5.0)
+    assert out.exact["mean"].shape == (10,) and len(set(out.exact["mean"].tolist())) == 10
+
+
+def test_a_mechanism_that_cannot_be_traced_runs_once_per_trial_with_the_same_keys():
+    calls = []
+
+    def host_median(key, data, *, epsilon: float, lower: float, upper: float, clip: bool = False):
+        """A mechanism with host-side code (np.asarray on its data: it cannot be traced)."""
+        calls.append(float(np.asarray(data)[0]))
+        return instance_optimal.laplace_median(key, data, epsilon=epsilon, lower=lower, upper=upper, clip=clip)
+
+    eager = make_sweepable(host_median, target="median", batched=False)
+    traced = builtin_sweepables()["laplace-median"]
+    params = dict(epsilon=1.0, **PARAMS)
+    a = _trials.run_cell(eager, params, _spec(), jax.random.key(5), 9, chunk=8)
+    b = _trials.run_cell(traced, params, _spec(), jax.random.key(5), 9, chunk=8)
+    assert len(calls) == 16  # two chunks of 8 (the last one padded), one call per trial
+    np.testing.assert_array_equal(a.values, b.values)
+    np.testing.assert_array_equal(a.targets, b.targets)
+    assert a.guarantee == b.guarantee
+
+
+def test_an_infeasible_cell_is_reported_in_its_row_and_the_sweep_goes_on(tmp_path):
+    def capped_median(key, data, *, epsilon: float, lower: float, upper: float, clip: bool = False):
+        """PLM median that refuses data sets above 40 records (like a plan beyond a budget)."""
+        if data.shape[-1] > 40:
+            raise ValueError(f"n = {data.shape[-1]} exceeds this mechanism's budget of 40 records.")
+        return instance_optimal.piecewise_laplace_median(key, data, epsilon=epsilon, lower=lower, upper=upper,
+                                                         clip=clip)
+
+    name = sweeps.register_mechanism(capped_median, target="median", name="capped-median-test", replace=True)
+    config = {"name": "infeasible-test", "seed": 2, "trials": 8,
+              "mechanism": [{"name": name, "epsilon": 1.0, **PARAMS},
+                            {"name": "laplace-median", "epsilon": 1.0, **PARAMS}],
+              "dataset": {"name": "normal", "n": [21, 61]}}
+    summary = sweeps.run_sweep(config, results_path=tmp_path / "r.jsonl", progress=False)
+    assert summary.num_computed == 4 and summary.num_infeasible == 1
+    by = {(r["mechanism"], r["dataset_params"]["n"]): r for r in summary.rows}
+    bad = by[(name, 61)]
+    assert bad["status"] == "infeasible" and "exceeds this mechanism's budget" in bad["error"]
+    assert bad["metrics"] == {}
+    for key in ((name, 21), ("laplace-median", 21), ("laplace-median", 61)):
+        assert by[key]["status"] == "ok" and by[key]["metrics"]["mae"] > 0
+    # Resuming keeps the infeasible row (it is the cell's result), computing nothing again.
+    again = sweeps.run_sweep(config, results_path=tmp_path / "r.jsonl", progress=False)
+    assert again.num_computed == 0 and again.num_infeasible == 1
+    pytest.importorskip("matplotlib")
+    written = sweeps.study_report(tmp_path / "r.jsonl", out_dir=tmp_path / "report")
+    report = (tmp_path / "report" / "report.md").read_text()
+    assert "infeasible: ValueError: n = 61 exceeds" in report and len(written["files"]) == 3
