@@ -380,6 +380,19 @@ def _cauchy_quantile(q, loc, scale):
     return loc - scale / math.tan(math.pi * q) if q < 0.5 else loc + scale / math.tan(math.pi * (1.0 - q))
 
 
+def _check_lognormal(*, mu, sigma):
+    check_positive("sigma", sigma)
+
+
+def _lognormal_sampler(key, shape, *, mu, sigma):
+    return jnp.exp(mu + sigma * jax.random.normal(key, shape, jnp.float64))
+
+
+def _lognormal_quantile(q, mu, sigma):
+    # exp is increasing, so the q-quantile is exp of the normal one (Johnson, Kotz & Balakrishnan 1994, Ch. 14).
+    return math.exp(mu + sigma * statistics.NormalDist().inv_cdf(q))
+
+
 def _check_student_t(*, df, loc, scale):
     check_positive("df", df)
     check_positive("scale", scale)
@@ -530,6 +543,13 @@ _BUILTINS = (
         f"Cauchy(loc, scale), density 1/(pi scale (1 + ((x-loc)/scale)^2)); no mean ({_JKB1}, Ch. 16).",
         population_median=lambda loc, scale: loc, population_mean=lambda loc, scale: None,
         population_quantile=_cauchy_quantile, check=_check_scale),
+    Distribution(
+        "lognormal", {"mu": 0.0, "sigma": 1.0}, _lognormal_sampler,
+        "Lognormal: exp(mu + sigma Z), Z ~ N(0, 1), on x > 0; median exp(mu), mean exp(mu + sigma^2/2) "
+        f"({_JKB1}, Ch. 14).",
+        population_median=lambda mu, sigma: math.exp(mu),
+        population_mean=lambda mu, sigma: math.exp(mu + 0.5 * sigma**2),
+        population_quantile=_lognormal_quantile, check=_check_lognormal),
     Distribution(
         "student-t", {"df": 3.0, "loc": 0.0, "scale": 1.0}, _student_t_sampler,
         f"loc + scale T with T Student-t on df degrees of freedom; mean loc iff df > 1 ({_JKB2}, Ch. 28).",

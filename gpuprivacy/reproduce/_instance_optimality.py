@@ -26,17 +26,35 @@ import platform
 import time
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from gpuprivacy import datasets
 from gpuprivacy.mechanisms import instance_optimal as io
 from gpuprivacy.reproduce._plots import require_matplotlib
 from gpuprivacy.reproduce._registry import register_study
+from gpuprivacy.sweeps._mechanisms import builtin_sweepables
+from gpuprivacy.sweeps._metrics import cell_metrics
+from gpuprivacy.sweeps._trials import DataSpec, run_cell
 
 NAME = "durfee2025-piecewise-laplace"
 DOMAIN = (-10.0, 10.0)
 DELTA_SS = 1e-6
+
+# The study's data laws, drawn on the device by gpuprivacy.datasets: study name -> (registered law, parameters).
+LAWS = {
+    "normal": ("normal", {"loc": 0.0, "scale": 1.0}),
+    "cauchy": ("cauchy", {"loc": 0.0, "scale": 1.0}),
+    "uniform": ("uniform", {"low": -3.0, "high": 3.0}),
+    "lognormal": ("lognormal", {"mu": 0.0, "sigma": 1.0}),  # skewed
+}
+
+# Statistic -> (PLM sweepable, INV sweepable, their extra parameters); the sweepables carry the exact errors.
+STATISTICS = {
+    "median": ("piecewise-laplace-median", "inverse-sensitivity-median", {}),
+    "quantile0.9": ("piecewise-laplace-quantile", "inverse-sensitivity-quantile", {"quantile": 0.9}),
+    "clipped_mean": ("piecewise-laplace-clipped-mean", "inverse-sensitivity-clipped-mean", {}),
+}
+SMOOTH = "smooth-sensitivity-median"
 
 
 def study_config(quick: bool) -> dict:
@@ -44,8 +62,9 @@ def study_config(quick: bool) -> dict:
         "epsilons": [0.5, 2.0] if quick else [0.1, 0.25, 0.5, 1.0, 2.0, 4.0],
         "sizes": [25, 201] if quick else [11, 101, 1001],
         "datasets_per_cell": 8 if quick else 100,
-        "distributions": ["normal", "cauchy", "uniform", "lognormal"],
-        "statistics": ["median", "quantile0.9", "clipped_mean"],
+        "distributions": list(LAWS),
+        "laws": {name: {"law": law, **params} for name, (law, params) in LAWS.items()},
+        "statistics": list(STATISTICS),
         "mc_samples": 20_000 if quick else 1_000_000,
         "seed": 1,
         "domain": list(DOMAIN),
@@ -53,82 +72,82 @@ def study_config(quick: bool) -> dict:
     }
 
 
-def _draw(rng, distribution, shape):
-    if distribution == "normal":
-        x = rng.normal(0.0, 1.0, shape)
-    elif distribution == "cauchy":
-        x = rng.standard_cauchy(shape)
-    elif distribution == "uniform":
-        x = rng.uniform(-3.0, 3.0, shape)
-    else:  # skewed
-        x = rng.lognormal(0.0, 1.0, shape)
-    return np.clip(x, *DOMAIN)  # the study clips to the public domain on purpose
+def _keys(seed: int):
+    """Independent keys for the sweep cells, the error-CDF dataset and the Monte Carlo check."""
+    cells, figure, monte_carlo = jax.random.split(jax.random.key(seed), 3)
+    return cells, figure, monte_carlo
 
 
-def _bounds(statistic, data, lower, upper):
+def _law_spec(distribution: str, n: int) -> DataSpec:
+    law, params = LAWS[distribution]
+    return DataSpec(distribution, n, params, distribution=datasets.distribution(law))
+
+
+def _one_dataset(key, distribution: str, n: int) -> np.ndarray:
+    """One dataset of the study's law, clipped into the public domain as the mechanisms (clip=True) see it."""
+    law, params = LAWS[distribution]
+    return np.clip(np.asarray(datasets.draw(key, law, (n,), **params)), *DOMAIN)
+
+
+def _exact(name: str, params: dict, spec: DataSpec, cell_key, num_datasets: int):
+    """The study engine's trials of one built-in mechanism: its exact errors per dataset and their metrics."""
+    mechanism = builtin_sweepables()[name]
+    trials = run_cell(mechanism, params, spec, cell_key, num_datasets)
+    return trials, cell_metrics(trials, params, target_kind="real")
+
+
+def _cell(statistic, spec: DataSpec, cell_key, num_datasets, epsilon, lower, upper):
+    """Mean over datasets of each mechanism's exact error summary.
+
+    Every run of the cell uses ``cell_key``: trial i's dataset depends on its key only, so PLM, INV
+    and the smooth-sensitivity baselines see the same datasets, and PLM and INV pair per dataset.
+    Data outside the domain are clipped into it (``clip=True``), on purpose.
+    """
+    plm_name, inv_name, extra = STATISTICS[statistic]
+    params = {"epsilon": epsilon, "lower": lower, "upper": upper, "clip": True, **extra}
+    plm, plm_metrics = _exact(plm_name, params, spec, cell_key, num_datasets)
+    inv, inv_metrics = _exact(inv_name, params, spec, cell_key, num_datasets)
+    released = plm.valid & inv.valid
+    plm_each = plm.exact["expected_abs_error"][released]
+    inv_each = inv.exact["expected_abs_error"][released]
+    # Plain Laplace at the global sensitivity, unclipped: data-independent, GS/epsilon.
+    gs = (upper - lower) / (spec.n if statistic == "clipped_mean" else 1)
+    row = {"plm": plm_metrics["expected_abs_error"], "inv": inv_metrics["expected_abs_error"],
+           "plm_se": plm_metrics["expected_abs_error_se"], "inv_se": inv_metrics["expected_abs_error_se"],
+           "laplace": gs / epsilon, "laplace_half_epsilon": 2 * gs / epsilon,
+           "plm_beats_inv": float(np.mean(plm_each < inv_each)),
+           "laplace_beats_plm": float(np.mean(gs / epsilon < plm_each))}
     if statistic == "median":
-        return io.median_bounds(data, lower=lower, upper=upper)
-    if statistic == "quantile0.9":
-        return io.quantile_bounds(data, lower=lower, upper=upper, quantile=0.9)
-    return io.clipped_mean_bounds(data, lower=lower, upper=upper)
-
-
-def _cell(statistic, data, epsilon, lower, upper):
-    """Mean over datasets of each mechanism's error summary."""
-    n = data.shape[-1]
-    bounds = _bounds(statistic, data, lower, upper)
-    plm = np.asarray(io.error_moments(bounds, epsilon=epsilon)[0])
-    inv = np.asarray(io.error_moments(bounds, epsilon=epsilon, mechanism="inverse_sensitivity")[0])
-    gs = (upper - lower) / (n if statistic == "clipped_mean" else 1)
-    row = {"plm": float(plm.mean()), "inv": float(inv.mean()), "laplace": gs / epsilon,
-           "laplace_half_epsilon": 2 * gs / epsilon, "plm_beats_inv": float(np.mean(plm < inv)),
-           "laplace_beats_plm": float(np.mean(gs / epsilon < plm))}
-    if statistic == "median":
-        def smooth(beta):
-            return np.asarray(jax.vmap(lambda x: io.median_smooth_sensitivity(
-                x, beta=beta, lower=lower, upper=upper))(jnp.asarray(data)))
-        s_cauchy = smooth(epsilon / 6)
-        s_laplace = smooth(epsilon / (2 * math.log(2 / DELTA_SS)))
-        row["smooth_laplace"] = float(np.mean(2 * s_laplace / epsilon))
-        row["smooth_cauchy_median_abs"] = float(np.mean(6 * s_cauchy / epsilon))
-        # Median absolute error of PLM for the Cauchy comparison (bisection on the exact CDF).
-        row["plm_median_abs"] = float(np.mean(_median_abs(bounds, epsilon)))
+        # Smooth sensitivity (NRS07): Laplace noise at (epsilon, DELTA_SS) has E|err| = 2 S*/epsilon; Cauchy noise
+        # (pure DP) has no mean, so its median |err|, 6 S*/epsilon, is compared with PLM's exact median |err|.
+        _, laplace_noise = _exact(SMOOTH, {**params, "noise": "laplace", "delta": DELTA_SS}, spec, cell_key,
+                                  num_datasets)
+        _, cauchy_noise = _exact(SMOOTH, {**params, "noise": "cauchy"}, spec, cell_key, num_datasets)
+        row["smooth_laplace"] = laplace_noise["expected_abs_error"]
+        row["smooth_cauchy_median_abs"] = cauchy_noise["median_abs_error_exact"]
+        row["plm_median_abs"] = plm_metrics["median_abs_error_exact"]
     return row
 
 
-@jax.jit
-def _batched_error_cdf(bounds, alpha, epsilon):
-    return jax.vmap(lambda b, a: io.absolute_error_cdf(a[None], b, epsilon=epsilon)[0])(bounds, alpha)
-
-
-def _median_abs(bounds, epsilon):
-    """Median absolute error of PLM per dataset: bisection on the exact error CDF, all datasets at once."""
-    lo = np.zeros(bounds.upper.shape[0])
-    hi = np.asarray(bounds.upper[:, -1] - bounds.lower[:, -1])
-    for _ in range(40):
-        mid = 0.5 * (lo + hi)
-        below = np.asarray(_batched_error_cdf(bounds, jnp.asarray(mid), jnp.asarray(epsilon))) < 0.5
-        lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
-    return 0.5 * (lo + hi)
-
-
-def _bikes(config):
+def _bikes(config, cell_key):
     bikes = datasets.load_bikes_daily()
     x = np.asarray(bikes.registered, np.float64)
     lower, upper = 0.0, float(bikes.population)
+    # One fixed dataset, one trial per mechanism: its exact errors are the row.
+    spec = DataSpec("bikes-registered", x.shape[0], {}, fixed=x, fresh=False)
     rows = []
     for epsilon in config["epsilons"]:
         for statistic in config["statistics"]:
-            row = _cell(statistic, x[None, :], epsilon, lower, upper)
+            row = _cell(statistic, spec, cell_key, 1, epsilon, lower, upper)
             rows.append({"distribution": "bikes-registered", "statistic": statistic, "n": x.shape[0],
                          "epsilon": epsilon, **row})
     return rows
 
 
-def _error_cdf_figure(study_dir, config, rng):
+def _error_cdf_figure(study_dir, config, key):
     Figure, FigureCanvasAgg = require_matplotlib()
     n, epsilon = config["sizes"][-1], 1.0
-    x = _draw(rng, "normal", (n,))
+    x = _one_dataset(key, "normal", n)
     bounds = io.median_bounds(x, lower=DOMAIN[0], upper=DOMAIN[1])
     alphas = np.linspace(0.0, 1.5, 151)
     plm = np.asarray(io.absolute_error_cdf(alphas, bounds, epsilon=epsilon))
@@ -176,11 +195,12 @@ def _factor_two_figure(study_dir, rows):
     fig.savefig(study_dir / "plm_over_laplace.png", dpi=120)
 
 
-def _monte_carlo_check(config, rng):
-    x = _draw(rng, "normal", (config["sizes"][0],))
+def _monte_carlo_check(config, key):
+    data_key, key = jax.random.split(key)
+    x = _one_dataset(data_key, "normal", config["sizes"][0])
     bounds = io.median_bounds(x, lower=DOMAIN[0], upper=DOMAIN[1])
     exact = float(io.error_moments(bounds, epsilon=1.0)[0])
-    keys = jax.random.split(jax.random.key(config["seed"]), config["mc_samples"])
+    keys = jax.random.split(key, config["mc_samples"])
     values = np.asarray(jax.vmap(lambda k: io.piecewise_laplace_median(
         k, x, epsilon=1.0, lower=DOMAIN[0], upper=DOMAIN[1]).value)(keys))
     err = np.abs(values - float(bounds.upper[0]))
@@ -226,23 +246,23 @@ def run_study(study_dir: pathlib.Path, *, quick: bool, progress: bool) -> dict:
 
     start = time.perf_counter()
     config = study_config(quick)
-    rng = np.random.default_rng(config["seed"])
+    cells_key, figure_key, mc_key = _keys(config["seed"])
     rows = []
-    cells = len(config["distributions"]) * len(config["sizes"])
-    bar = Progress(cells, NAME, enabled=progress)
-    for distribution in config["distributions"]:
-        for n in config["sizes"]:
-            data = _draw(rng, distribution, (config["datasets_per_cell"], n))
-            for epsilon in config["epsilons"]:
-                for statistic in config["statistics"]:
-                    row = _cell(statistic, data, epsilon, *DOMAIN)
-                    rows.append({"distribution": distribution, "statistic": statistic, "n": n, "epsilon": epsilon,
-                                 **row})
-            bar.update(1)
-    rows += _bikes(config)
-    cdf = _error_cdf_figure(study_dir, config, rng)
+    cells = [(distribution, n) for distribution in config["distributions"] for n in config["sizes"]]
+    bar = Progress(len(cells), NAME, enabled=progress)
+    for i, (distribution, n) in enumerate(cells):
+        # One cell key per (law, n): the same datasets for every epsilon, statistic and mechanism.
+        spec, cell_key = _law_spec(distribution, n), jax.random.fold_in(cells_key, i)
+        for epsilon in config["epsilons"]:
+            for statistic in config["statistics"]:
+                row = _cell(statistic, spec, cell_key, config["datasets_per_cell"], epsilon, *DOMAIN)
+                rows.append({"distribution": distribution, "statistic": statistic, "n": n, "epsilon": epsilon,
+                             **row})
+        bar.update(1)
+    rows += _bikes(config, jax.random.fold_in(cells_key, len(cells)))
+    cdf = _error_cdf_figure(study_dir, config, figure_key)
     _factor_two_figure(study_dir, rows)
-    mc = _monte_carlo_check(config, rng)
+    mc = _monte_carlo_check(config, mc_key)
     wall = time.perf_counter() - start
     keys = sorted({k for r in rows for k in r})
     with open(study_dir / "results.csv", "w", newline="") as fh:

@@ -8,36 +8,48 @@ analytic content and runs the experiment suite of our own (labelled so):
 * ``constants``: analytic targets (C_min, Zhat and tails, lower-bound sample sizes);
 * ``rates``: error quantiles of :func:`gpuprivacy.mechanisms.median.private_median` vs n for Uniform,
   Normal, Cauchy, Laplace, Student-t(3) and the Prop. 3.8 lower-bound mixture, over an epsilon grid;
-  fast-path and overflow rates; runtime per trial;
+  fast-path and overflow rates; runtime per trial. Each (n, epsilon, distribution) is one cell of the
+  study engine (:func:`gpuprivacy.sweeps.run_cell`): the data are drawn on the device from
+  :mod:`gpuprivacy.datasets` laws, and the routes are the releases' own ``nonprivate_route``;
 * ``sample_complexity``: the n needed to reach (alpha, beta), with the constants of the Theorem 3.1
   rate fitted by nonnegative least squares;
-* ``baselines``: the non-private median, the exponential-mechanism median and, when present, the
-  seed-001 piecewise-Laplace, inverse-sensitivity and smooth-sensitivity medians; and the UNSAFE
-  flattened-Laplace shortcut (labelled unsafe: accuracy only, it is not private);
+* ``baselines``: on the same device-drawn datasets (one engine cell key per distribution), the
+  private median (3.6), the exponential-mechanism median (McSherry & Talwar 2007), the piecewise-Laplace and inverse-sensitivity
+  medians (Durfee 2025) and the smooth-sensitivity median (Nissim, Raskhodnikova & Smith 2007), all run
+  by the engine; the non-private median and the UNSAFE flattened-Laplace shortcut (labelled unsafe:
+  accuracy only, it is not private) on those same datasets, redrawn from the engine's data keys;
 * ``privacy``: the exact worst log-ratio over random and adversarial neighbours, relative to eps d_H.
 """
 
 from __future__ import annotations
 
 import csv
+import functools
 import json
 import math
 import pathlib
 import time
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 from scipy import optimize
 
+from gpuprivacy import datasets
 from gpuprivacy._progress import Progress
 from gpuprivacy.mechanisms import median
 from gpuprivacy.reproduce._plots import require_matplotlib
 from gpuprivacy.reproduce._registry import register_study
+from gpuprivacy.sweeps import DataSpec, run_cell
+from gpuprivacy.sweeps._mechanisms import builtin_sweepables
 
 NAME = "tzamos2020-private-median"
 DISTRIBUTIONS = ("uniform", "normal", "cauchy", "laplace", "student_t3", "lower_bound_mixture")
 # One (L, r) valid for every distribution (density >= L on [m - r, m + r]); R/r = 10.
 MODEL = dict(min_density=0.15, radius=1.0, median_bound=10.0)
+# The codes of a release's ``nonprivate_route`` (its position in ROUTE_NAMES): certified fast path, overflow.
+_ROUTE_FAST = median.ROUTE_NAMES.index("certified-fast-path")
+_ROUTE_OVERFLOW = median.ROUTE_NAMES.index("full-overflow")
 
 
 def study_config(quick: bool) -> dict:
@@ -57,29 +69,27 @@ def _params(config, epsilon):
                 median_bound=config["median_bound"], constant=config["constant"])
 
 
-def sample_data(rng, distribution, shape, config):
-    """Admissible data with population median 0; the mixture is Prop. 3.8's D1."""
-    if distribution == "uniform":
-        return rng.uniform(-1, 1, shape)
-    if distribution == "normal":
-        return rng.normal(0, 1, shape)
-    if distribution == "cauchy":
-        return rng.standard_cauchy(shape)
-    if distribution == "laplace":
-        return rng.laplace(0, 1, shape)
-    if distribution == "student_t3":
-        return rng.standard_t(3, shape)
-    if distribution == "lower_bound_mixture":
-        L, r, R = config["min_density"], config["radius"], config["median_bound"]
-        u = rng.random(shape)
-        atom = np.where(u < 0.5, -(r + R), r + R)
-        return np.where(rng.random(shape) < 2 * L * r, rng.uniform(-r, r, shape), atom)
-    raise ValueError(f"unknown distribution {distribution!r}")
+def data_spec(distribution, n, config):
+    """The engine's :class:`~gpuprivacy.sweeps.DataSpec` for one of :data:`DISTRIBUTIONS`: a
+    :mod:`gpuprivacy.datasets` law with population median 0, drawn fresh for every trial on the device.
 
-
-def _chunks(total, n, budget=4_000_000):
-    size = max(1, min(total, budget // n))
-    return [(start, min(total, start + size)) for start in range(0, total, size)]
+    The mixture is D_1 of Prop. 3.8 (Tzamos, Vlatakis-Gkaragkounis & Zadik 2020): mass 1/2 - L r at
+    -(r + R) and at r + R, and 2 L r uniform on [-r, r].
+    """
+    laws = {
+        "uniform": ("uniform", dict(low=-1.0, high=1.0)),
+        "normal": ("normal", dict(loc=0.0, scale=1.0)),
+        "cauchy": ("cauchy", dict(loc=0.0, scale=1.0)),
+        "laplace": ("laplace", dict(loc=0.0, scale=1.0)),
+        "student_t3": ("student-t", dict(df=3.0, loc=0.0, scale=1.0)),
+        "lower_bound_mixture": ("lower-bound-mixture", dict(
+            min_density=float(config["min_density"]), radius=float(config["radius"]),
+            median_bound=float(config["median_bound"]), shift=0.0)),
+    }
+    if distribution not in laws:
+        raise ValueError(f"unknown distribution {distribution!r}; the study's are {list(laws)}")
+    law, params = laws[distribution]
+    return DataSpec(distribution, int(n), params, distribution=datasets.distribution(law), fresh=True)
 
 
 def _trials_at(config, n):
@@ -89,28 +99,37 @@ def _trials_at(config, n):
     return config["trials"] if cap is None else min(config["trials"], max(100, cap // n))
 
 
+def _private_median():
+    return builtin_sweepables()["private-median"]
+
+
 def part_rates(config, key, progress):
+    """Error quantiles of the private median, one study-engine cell per (n, epsilon, distribution).
+
+    The cell key depends on (n, distribution) only, so every epsilon of the grid sees the same datasets
+    (paired: differences across epsilon are the mechanism's, not the data's).
+    """
+    mechanism = _private_median()
     rows = []
     grid = [(n, eps) for n in config["ns"] for eps in config["epsilons"]]
     with Progress(len(grid) * len(config["distributions"]), "private median rates", enabled=progress) as bar:
-        for gi, (n, eps) in enumerate(grid):
-            params = _params(config, eps)
+        for n, eps in grid:
+            ni = config["ns"].index(n)
             for di, dist in enumerate(config["distributions"]):
-                rng = np.random.default_rng([config["seed"], gi, di])
-                values, routes, t0 = [], [], time.perf_counter()
-                for ci, (a, b) in enumerate(_chunks(_trials_at(config, n), n)):
-                    data = sample_data(rng, dist, (b - a, n), config)
-                    out = median.private_median_trials(jax.random.fold_in(key, gi * 1000 + di * 100 + ci), data,
-                                                       **params)
-                    values.append(out.values)
-                    routes.append(out.nonprivate_route)
-                wall = time.perf_counter() - t0
-                errors, routes = np.abs(np.concatenate(values)), np.concatenate(routes)
+                cell_key = jax.random.fold_in(jax.random.fold_in(key, ni), di)
+                trials = _trials_at(config, n)
+                cell = run_cell(mechanism, _params(config, eps), data_spec(dist, n, config), cell_key, trials)
+                errors = np.abs(cell.values - cell.population)
+                routes = np.asarray(cell.info["nonprivate_route"])
                 rows.append(dict(distribution=dist, n=n, epsilon=eps, trials=int(errors.size),
                                  error_q50=float(np.quantile(errors, 0.5)),
                                  error_q90=float(np.quantile(errors, 1 - config["beta"])),
-                                 fast_path_rate=float(np.mean(routes == 0)), overflow_rate=float(np.mean(routes == 2)),
-                                 seconds_per_trial=wall / errors.size, includes_compilation=di == 0))
+                                 fast_path_rate=float(np.mean(routes == _ROUTE_FAST)),
+                                 overflow_rate=float(np.mean(routes == _ROUTE_OVERFLOW)),
+                                 # The engine's wall time leaves out the programs it compiles ahead (the draw),
+                                 # but the mechanism's own kernels compile on their first call, which is the
+                                 # first distribution of each (n, epsilon).
+                                 seconds_per_trial=cell.wall_s / errors.size, includes_compilation=di == 0))
                 bar.update()
     return rows
 
@@ -158,51 +177,84 @@ def part_sample_complexity(config, rates):
     return rows, fit
 
 
-def _baseline_fns():
-    fns = {"exponential_mechanism_median": median.exponential_mechanism_median}
-    notes = []
-    try:
-        from gpuprivacy.mechanisms import instance_optimal
-    except ImportError:  # pragma: no cover - instance_optimal absent
-        instance_optimal = None
-    for name in ("piecewise_laplace_median", "inverse_sensitivity_median", "smooth_sensitivity_median"):
-        if instance_optimal is not None and hasattr(instance_optimal, name):
-            fns[name] = getattr(instance_optimal, name)
-        else:
-            notes.append(f"{name}: not present in gpuprivacy.mechanisms.instance_optimal; skipped")
-    return fns, notes
+# The private baselines the engine runs: (row label, built-in sweepable name). Each gets the same clip rule,
+# lower = -R, upper = R, clip = True, so no median is favoured by the range it is told.
+CLIPPED_BASELINES = (
+    ("exponential_mechanism_median", "exponential-mechanism-median"),
+    ("piecewise_laplace_median", "piecewise-laplace-median"),
+    ("inverse_sensitivity_median", "inverse-sensitivity-median"),
+    ("smooth_sensitivity_median", "smooth-sensitivity-median"),
+)
+PRIVATE_MEDIAN_LABEL = "private_median (3.6)"
+UNSAFE_LABEL = "UNSAFE flattened-Laplace shortcut"
+
+
+def engine_datasets(spec, cell_key, num_trials):
+    """The datasets ``[num_trials, n]`` that :func:`gpuprivacy.sweeps.run_cell` draws for ``spec`` and ``cell_key``,
+    and the trials' mechanism keys.
+
+    Trial i's data key is the first half of ``jax.random.split(jax.random.split(cell_key, T)[i])`` and its
+    mechanism key the second (the engine's stated convention), so the non-private median and the UNSAFE
+    shortcut, which are not public mechanisms and so not engine cells, see the engine's data.
+    """
+    params = {k: jnp.asarray(v, jnp.float64) for k, v in spec.params.items()}
+    x, mechanism_keys = _engine_draws(spec.distribution, spec.n, num_trials, cell_key, params)
+    return np.asarray(x), mechanism_keys
+
+
+@functools.partial(jax.jit, static_argnums=(0, 1, 2))
+def _engine_draws(distribution, n, num_trials, cell_key, params):
+    # Static on the law, n and T so that a rerun reuses the program; the parameters are traced, as in the engine.
+    data_keys, mechanism_keys = jax.vmap(lambda k: tuple(jax.random.split(k)))(jax.random.split(cell_key, num_trials))
+    return jax.vmap(lambda k: distribution.draw(k, (n,), **params))(data_keys), mechanism_keys
 
 
 def part_baselines(config, key, progress):
+    """The baselines at ``baseline_n``: every mechanism of a distribution on the same datasets (one cell key)."""
     n, trials = config["baseline_n"], config["baseline_trials"]
     eps = max(config["epsilons"])
     params = _params(config, eps)
-    R = config["median_bound"]
-    fns, notes = _baseline_fns()
-    # One compiled, vmapped function per baseline (shapes are the same for every distribution).
-    runs = {"UNSAFE flattened-Laplace shortcut": jax.jit(jax.vmap(
-        lambda k, x: median.unsafe_flattened_laplace_shortcut(k, x, **params)))}
-    for name, fn in fns.items():
-        kwargs = dict(epsilon=eps, lower=-R, upper=R, clip=True)  # every median: the same clip rule
-        runs[name] = jax.jit(jax.vmap(lambda k, x, fn=fn, kwargs=kwargs: fn(k, x, **kwargs).value))
+    R = float(config["median_bound"])
+    sweepables = builtin_sweepables()
+    engine_runs = [(PRIVATE_MEDIAN_LABEL, _private_median(), params)]
+    notes = []
+    for label, name in CLIPPED_BASELINES:
+        if name in sweepables:
+            engine_runs.append((label, sweepables[name], dict(epsilon=float(eps), lower=-R, upper=R, clip=True)))
+        else:  # pragma: no cover - the instance-optimal mechanisms absent
+            notes.append(f"{label}: not a built-in sweepable mechanism ({name}); skipped")
+    unsafe = jax.jit(jax.vmap(lambda k, x: median.unsafe_flattened_laplace_shortcut(k, x, **params)))
     rows = []
     with Progress(len(config["distributions"]), "private median baselines", enabled=progress) as bar:
         for di, dist in enumerate(config["distributions"]):
-            data = sample_data(np.random.default_rng([config["seed"], 99, di]), dist, (trials, n), config)
-            keys = jax.random.split(jax.random.fold_in(key, 7000 + di), trials)
-            results = {"private_median (3.6)": np.abs(median.private_median_trials(keys[0], data, **params).values),
-                       "nonprivate_median": np.abs(np.sort(data, axis=1)[:, (n + 1) // 2 - 1])}
-            for name, run in runs.items():
+            spec, cell_key = data_spec(dist, n, config), jax.random.fold_in(key, di)
+            results, targets = {}, None
+            for label, mechanism, mechanism_params in engine_runs:
                 try:
-                    inputs = data if name.startswith("UNSAFE") else np.clip(data, -R, R)
-                    results[name] = np.abs(np.asarray(run(keys, inputs)))
+                    cell = run_cell(mechanism, mechanism_params, spec, cell_key, trials)
                 except Exception as err:  # noqa: BLE001 - a baseline's failure is reported, not fatal
-                    notes.append(f"{name} on {dist}: {type(err).__name__}: {str(err)[:160]}")
-            for name, errors in results.items():
-                rows.append(dict(distribution=dist, n=n, epsilon=eps, mechanism=name, trials=trials,
+                    notes.append(f"{label} on {dist}: {type(err).__name__}: {str(err)[:160]}")
+                    continue
+                if not np.all(cell.valid):
+                    notes.append(f"{label} on {dist}: {int(np.sum(~cell.valid))} of {trials} trials withheld")
+                results[label] = np.abs(cell.values - cell.population)
+                targets = cell.targets
+            data, mechanism_keys = engine_datasets(spec, cell_key, trials)
+            if targets is not None and not np.allclose(np.median(data, axis=1), targets, rtol=1e-12, atol=1e-12):
+                raise RuntimeError(f"the datasets redrawn for {dist} are not the study engine's; the baselines "
+                                   "would not be paired")
+            # The population median is 0, so the non-private median's error is its absolute value.
+            references = {"nonprivate_median": np.abs(np.sort(data, axis=1)[:, (n + 1) // 2 - 1])}
+            try:
+                references[UNSAFE_LABEL] = np.abs(np.asarray(unsafe(mechanism_keys, data)))
+            except Exception as err:  # noqa: BLE001 - reported, not fatal
+                notes.append(f"{UNSAFE_LABEL} on {dist}: {type(err).__name__}: {str(err)[:160]}")
+            first = {k: results.pop(k) for k in [PRIVATE_MEDIAN_LABEL] if k in results}
+            for label, errors in {**first, **references, **results}.items():
+                rows.append(dict(distribution=dist, n=n, epsilon=eps, mechanism=label, trials=trials,
                                  error_q50=float(np.median(errors)),
                                  error_q90=float(np.quantile(errors, 1 - config["beta"])),
-                                 private=not name.startswith(("UNSAFE", "nonprivate"))))
+                                 private=not label.startswith(("UNSAFE", "nonprivate"))))
             bar.update()
     return rows, sorted(set(notes))
 
@@ -365,7 +417,11 @@ def _report(config, results):
         "## Error quantiles vs n", "",
         _table(rates, ["distribution", "n", "epsilon", "trials", "error_q50", "error_q90", "fast_path_rate",
                        "overflow_rate", "seconds_per_trial"]), "",
-        "seconds_per_trial of the first distribution per (n, epsilon) includes JIT compilation.", "",
+        "Each row is one cell of the study engine (gpuprivacy.sweeps.run_cell): every trial's dataset is drawn on "
+        "the device from its own key (gpuprivacy.datasets laws, population median 0), every epsilon of a (n, "
+        "distribution) sees the same datasets, and the fast-path and overflow rates are the releases' own routes. "
+        "seconds_per_trial leaves out the engine's ahead-of-time compilation; that of the first distribution per "
+        "(n, epsilon) includes the mechanism's JIT compilation.", "",
         *[f"![](rates_eps{eps}.png)" for eps in config["epsilons"]], "",
         "## Sample complexity vs the Theorem 3.1 rate", "",
         f"Fitted constants (NNLS, relative error) for n = c1 log(1/b)/(L^2 a^2) + c2 log(1/b)/(eps L a) + "
@@ -374,7 +430,12 @@ def _report(config, results):
         "## Baselines", "",
         _table(results["baselines"]["rows"], ["distribution", "n", "epsilon", "mechanism", "error_q50", "error_q90",
                                               "private"]), "",
-        "The UNSAFE shortcut is shown for accuracy only: it is not differentially private. ![](baselines.png)", "",
+        f"Every mechanism of a distribution ran on the same {config['baseline_trials']} datasets, drawn on the "
+        "device by the study engine (one cell key per distribution); the private ones ran as engine cells, the "
+        "clipped ones with lower = -R, upper = R, clip = true. The non-private median and the UNSAFE shortcut are "
+        "not public mechanisms: they ran on those datasets redrawn from the engine's data keys (checked against "
+        "the engine's own medians). The UNSAFE shortcut is shown for accuracy only: it is not differentially "
+        "private. ![](baselines.png)", "",
         *[f"- note: {note}" for note in results["baselines"]["notes"]], "",
         "## Exact privacy check", "",
         f"Worst exact log-ratio / (eps d_H) over {results['privacy']['pairs']} neighbour pairs: "

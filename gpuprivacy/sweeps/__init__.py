@@ -41,6 +41,8 @@ from gpuprivacy.sweeps._metrics import register_metric as register_metric
 from gpuprivacy.sweeps._metrics import list_metrics as list_metrics
 from gpuprivacy.sweeps._trials import CellTrials as CellTrials
 from gpuprivacy.sweeps._trials import run_cell as run_cell
+from gpuprivacy.sweeps._trials import run_cells as run_cells
+from gpuprivacy.sweeps._trials import CellRequest as CellRequest
 from gpuprivacy.sweeps._trials import DataSpec as DataSpec
 from gpuprivacy.sweeps._report import study_report as study_report
 from gpuprivacy.sweeps._registry import register_sweep_dataset as register_sweep_dataset
@@ -48,4 +50,5 @@ from gpuprivacy.sweeps._registry import register_sweep_mechanism as register_swe
 from gpuprivacy.sweeps._results import SweepResultsError as SweepResultsError
 from gpuprivacy.sweeps._run import SweepSummary as SweepSummary
 from gpuprivacy.sweeps._run import cell_key as cell_key
+from gpuprivacy.sweeps._run import data_key as data_key
 from gpuprivacy.sweeps._run import run_sweep as run_sweep

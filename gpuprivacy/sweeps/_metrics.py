@@ -15,6 +15,16 @@ Built-in metrics (always computed; null in JSON where they do not apply):
   ``population_mse``, ``population_mse_se``, ``bias`` with ``bias_se``);
   ``coverage`` is the fraction of trials with :math:`|e_j| \\le r` for the
   config's ``coverage_radius = r`` (null without one);
+* exact errors, where the mechanism states them (its ``exact`` function, e.g.
+  the closed forms of :mod:`gpuprivacy.sweeps._exact`; null otherwise): with
+  :math:`a_j = E|M(x_j) - f(x_j)|` the exact expected absolute error of trial
+  j's dataset over the mechanism's randomness (Durfee 2025, Thm 2 compares
+  these), ``expected_abs_error`` is the mean of :math:`a_j` over the released
+  trials, the average over datasets (not a Monte Carlo estimate of the
+  noise), and ``expected_abs_error_se`` its standard error over datasets (0
+  for one fixed dataset); ``median_abs_error_exact`` is the mean over datasets
+  of the exact median of :math:`|M(x_j) - f(x_j)|` (e.g. for Cauchy noise,
+  which has no mean);
 * index targets (selections): ``selection_accuracy`` (the fraction of trials
   that select the true argmax) and ``selection_accuracy_se`` (binomial);
 * the guarantee as the release states it: ``epsilon``, ``delta`` and ``rho``
@@ -76,6 +86,9 @@ BUILTIN_METRICS = {
     "population_mse": "mean squared error against the population value", "population_mse_se": "its standard error",
     "bias": "mean (release - population value)", "bias_se": "its standard error",
     "coverage": "fraction of trials with |error| <= coverage_radius",
+    "expected_abs_error": "exact E|error| per dataset (closed form), mean over the released trials' datasets",
+    "expected_abs_error_se": "standard error of expected_abs_error over datasets",
+    "median_abs_error_exact": "exact median |error| per dataset, mean over the released trials' datasets",
     "selection_accuracy": "fraction of trials selecting the true argmax", "selection_accuracy_se": "binomial s.e.",
     "epsilon": "the release's guarantee: epsilon", "delta": "the release's guarantee: delta",
     "rho": "the release's guarantee: rho (zCDP)",
@@ -89,6 +102,10 @@ def _mean_se(x: np.ndarray) -> tuple[float, float]:
     mean = float(np.mean(x))
     se = float(np.std(x, ddof=1)) / math.sqrt(x.size) if x.size > 1 else math.nan
     return mean, se
+
+
+def _released(values, ok: np.ndarray) -> np.ndarray:
+    return np.asarray(values, np.float64).reshape(ok.shape[0], -1).mean(axis=1)[ok]
 
 
 def cell_metrics(trials, params: dict, *, target_kind: str, coverage_radius: float | None = None,
@@ -121,6 +138,12 @@ def cell_metrics(trials, params: dict, *, target_kind: str, coverage_radius: flo
             out["population_mae"], out["population_mae_se"] = _mean_se(np.abs(pop_err).mean(axis=1))
             out["population_mse"], out["population_mse_se"] = _mean_se((pop_err**2).mean(axis=1))
             out["bias"], out["bias_se"] = _mean_se(pop_err.mean(axis=1))
+    # Exact per-dataset quantities: means over the datasets of released trials (withheld ones have no error).
+    exact = getattr(trials, "exact", None) or {}
+    if "expected_abs_error" in exact:
+        out["expected_abs_error"], out["expected_abs_error_se"] = _mean_se(_released(exact["expected_abs_error"], ok))
+    if "median_abs_error" in exact:
+        out["median_abs_error_exact"], _ = _mean_se(_released(exact["median_abs_error"], ok))
     for field in ("epsilon", "delta", "rho"):
         value = getattr(trials.guarantee, field, None)
         if value is not None:
