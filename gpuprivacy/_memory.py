@@ -51,13 +51,26 @@ def gib(nbytes: float) -> str:
     return f"{nbytes / 2**30:.3g} GiB" if nbytes >= 2**30 else f"{nbytes / 2**20:.3g} MiB"
 
 
-# Bytes one device may hold for one chunk of batched work (trials of a sweep cell): small on a CPU, where
-# a chunk should stay in cache-sized pieces and leave memory to the host, large on an accelerator, where
-# fewer, bigger launches amortise dispatch.
-_CHUNK_BUDGET_BYTES = {"cpu": 1 << 25, "gpu": 1 << 31, "tpu": 1 << 31}
+# Every engine's byte budgets, in one table: {engine: {platform: (per vmapped call, per device per chunk)}}.
+# A CPU wants each call's working set in cache and chunks that leave memory to the host; an accelerator wants
+# calls big enough to fill it and few, large launches to amortise dispatch.
+#   "sweep": trials of a sweep cell (the per-call entry is unused: a chunk is one call);
+#   "oracle": gathered subset blocks per vmapped oracle call, and subsets per device per chunk;
+#   "audit": the auditor's estimated working set per vmapped sampler call, and per device per step.
+_BUDGETS = {
+    "sweep": {"cpu": (1 << 25, 1 << 25), "gpu": (1 << 31, 1 << 31), "tpu": (1 << 31, 1 << 31)},
+    "oracle": {"cpu": (1 << 20, 1 << 25), "gpu": (1 << 26, 1 << 31), "tpu": (1 << 26, 1 << 31)},
+    "audit": {"cpu": (1 << 22, 1 << 28), "gpu": (1 << 30, 1 << 34), "tpu": (1 << 30, 1 << 34)},
+}
+
+
+def work_budgets(engine: str, platform: str) -> tuple[int, int]:
+    """``(bytes per vmapped call, bytes per device per chunk)`` for ``engine`` ("sweep", "oracle", "audit") on
+    ``platform`` ("cpu", "gpu", "tpu"; another accelerator plans as a GPU)."""
+    table = _BUDGETS[engine]
+    return table.get(platform, table["gpu"])
 
 
 def chunk_budget_bytes(platform: str) -> int:
-    """Bytes of one chunk of batched work per device on ``platform`` ("cpu", "gpu", "tpu")."""
-    return _CHUNK_BUDGET_BYTES.get(platform, _CHUNK_BUDGET_BYTES["gpu"])
-
+    """Bytes of one chunk of batched work (a sweep cell's trials) per device on ``platform``."""
+    return work_budgets("sweep", platform)[1]

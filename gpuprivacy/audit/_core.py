@@ -61,6 +61,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from gpuprivacy._checks import check_chunk_size, check_int, check_key, check_nonnegative, check_probability
 from gpuprivacy._config import require_x64
+from gpuprivacy._memory import work_budgets
 from gpuprivacy._progress import Progress
 from gpuprivacy.accounting import ApproxDP, PureDP, ZCDP, check_guarantee
 from gpuprivacy.audit._confidence import clopper_pearson
@@ -70,10 +71,6 @@ _MAX_SPLIT_CANDIDATES = 16
 # Largest number of samples drawn per call to ``mechanism.sample``.
 SAMPLES_PER_CALL = 1 << 16
 SAMPLES_AXIS = "samples"
-# Byte budgets per backend, in estimated working-set bytes (_WORKING_SET_FACTOR x (dataset + one output) per
-# sample): (per vmapped sampler call, per device per step). A CPU wants one block at a time in cache; an
-# accelerator wants calls big enough to fill it and few dispatches.
-_BUDGETS = {"cpu": (1 << 22, 1 << 28), "gpu": (1 << 30, 1 << 34), "tpu": (1 << 30, 1 << 34)}
 _WORKING_SET_FACTOR = 4
 _MAX_MICRO_BATCH = 1 << 10
 # Distinct outputs a device table holds: with a declared range (up to it, +1 to see a broken declaration),
@@ -308,7 +305,7 @@ def _plan_stream(block: int, bytes_per_sample: int, mesh: Mesh, chunk_size: int 
     """Micro-batches from the backend's working-set budget (never from chunk size or device count, so the
     compiled body, and every output, is the same however the work is split); steps from ``chunk_size``
     (samples per device per step) or the backend's budget."""
-    micro_budget, step_budget = _BUDGETS.get(mesh.devices.flat[0].platform, _BUDGETS["gpu"])
+    micro_budget, step_budget = work_budgets("audit", mesh.devices.flat[0].platform)
     block_bytes = block * max(1, bytes_per_sample)
     micro = 1
     while 2 * micro * block_bytes <= micro_budget and 2 * micro <= _MAX_MICRO_BATCH:

@@ -44,7 +44,7 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from gpuprivacy._checks import check_chunk_size, check_data, check_int
-from gpuprivacy._memory import gib, usable_bytes
+from gpuprivacy._memory import gib, usable_bytes, work_budgets
 from gpuprivacy._progress import Progress
 from gpuprivacy.oracle._trust import resolve_oracle
 from gpuprivacy.oracle._isolation import (COMPARE_ALL_WIDTH, apply_oracle, apply_order_statistic, blocks_from_removed,
@@ -53,9 +53,6 @@ from gpuprivacy.subsets import (SubsetFamily, binomial_table, check_family_size,
                                 unrank_removed_device)
 
 SUBSETS_AXIS = "subsets"
-# Byte budgets per backend: (gathered-block bytes per vmapped oracle call, per device per chunk). A CPU
-# wants blocks that stay in cache; an accelerator wants calls big enough to fill it and few dispatches.
-_BUDGETS = {"cpu": (1 << 20, 1 << 25), "gpu": (1 << 26, 1 << 31), "tpu": (1 << 26, 1 << 31)}
 _MIN_MICRO_BATCH = 128
 _ORDER_STATISTIC_READ_BYTES = 256  # four slots, their positions and the removed set of one subset
 
@@ -244,7 +241,7 @@ def plan_evaluation(oracle_fn, data, family: SubsetFamily, *, capacity: int, chu
     block_bytes = capacity * row_bytes
     # The package's order statistics read a few slots per subset, not the block: size their calls by that.
     read_bytes = _ORDER_STATISTIC_READ_BYTES if (data.ndim == 1 and order_statistic_form(oracle_fn)) else block_bytes
-    micro_budget, chunk_budget = _BUDGETS.get(platform, _BUDGETS["gpu"])
+    micro_budget, chunk_budget = work_budgets("oracle", platform)
     micro = _MIN_MICRO_BATCH
     while micro * 2 * read_bytes <= micro_budget and micro * 2 <= _MAX_MICRO_BATCH:
         micro *= 2

@@ -20,6 +20,7 @@ chunk is sized by a byte budget (:func:`gpuprivacy._memory.chunk_budget_bytes`).
 from __future__ import annotations
 
 import time
+from collections import OrderedDict
 from typing import Any, NamedTuple
 
 import jax
@@ -36,8 +37,11 @@ TRIALS_AXIS = "trials"
 _BYTES_PER_VALUE = 64
 _MIN_CHUNK = 8
 
-# ("draw" | "mechanism" | "target", what the program depends on...) -> compiled program.
-_PROGRAMS: dict[tuple, Any] = {}
+# ("draw" | "mechanism" | "target", what the program depends on...) -> compiled program, least recently used
+# first. Bounded: every compiled program holds executable memory (XLA:CPU maps some per program), and a long
+# session sweeping many shapes would otherwise keep them all.
+_PROGRAMS: OrderedDict[tuple, Any] = OrderedDict()
+MAX_PROGRAMS = 128
 # (mechanism, static params) -> the float parameters it accepts traced.
 _TRACEABLE: dict[tuple, tuple] = {}
 COMPILE_COUNT = [0]  # programs compiled by this process (for tests and the benchmarks)
@@ -200,10 +204,13 @@ def _traces(mechanism, params, data, example, names) -> bool:
 def _compiled(cache_key, build, example_args):
     """The compiled program for ``cache_key`` (built and compiled once), and the seconds compiling it now."""
     if cache_key in _PROGRAMS:
+        _PROGRAMS.move_to_end(cache_key)
         return _PROGRAMS[cache_key], 0.0
     start = time.perf_counter()
     program = jax.jit(build()).lower(*example_args).compile()  # compiled ahead, so its time is told apart
     _PROGRAMS[cache_key] = program
+    while len(_PROGRAMS) > MAX_PROGRAMS:
+        _PROGRAMS.popitem(last=False)
     COMPILE_COUNT[0] += 1
     return program, time.perf_counter() - start
 

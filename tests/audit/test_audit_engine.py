@@ -51,7 +51,8 @@ def test_vmapped_micro_batches_of_blocks_give_the_same_result(name, monkeypatch)
     x, x_prime = mechanism.worst_case_pairs[0]
     run = lambda: _outcome(audit.audit(mechanism, x, x_prime, num_samples=6 * BLOCK + 7, key=jax.random.key(16)))
     reference = run()
-    monkeypatch.setitem(engine._BUDGETS, "cpu", (1 << 27, 1 << 30))  # 2 to 32 blocks per call, a few steps
+    from gpuprivacy import _memory
+    monkeypatch.setitem(_memory._BUDGETS["audit"], "cpu", (1 << 27, 1 << 30))  # 2 to 32 blocks per call, a few steps
     plan = engine._plan_stream(BLOCK, 336, Mesh(np.asarray(jax.devices()[:1]), ("samples",)), None)
     assert plan.micro_batch == 4 and plan.per_device % plan.micro_batch == 0
     assert run() == reference

@@ -4,7 +4,7 @@ import jax
 import numpy as np
 import pytest
 
-from gpuprivacy import oracle, subsets
+from gpuprivacy import _memory, oracle, subsets
 from gpuprivacy.oracle import _evaluate as engine
 from gpuprivacy.oracle import _levels
 
@@ -71,7 +71,7 @@ def test_the_micro_batch_is_sized_by_bytes_not_by_the_chunk():
     assert small.per_device == 2 * small.micro_batch and large.per_device > small.per_device
     wide = engine.plan_evaluation(oracle.mean, np.zeros(20_000), subsets.removals(20_000, 1), capacity=20_000,
                                   chunk_size=None, mesh=mesh)
-    assert wide.micro_batch * wide.block_bytes <= max(engine._BUDGETS["cpu"][0], 128 * wide.block_bytes)
+    assert wide.micro_batch * wide.block_bytes <= max(_memory.work_budgets("oracle", "cpu")[0], 128 * wide.block_bytes)
     median = engine.plan_evaluation(oracle.median, data, subsets.removals(200, 2), capacity=200, chunk_size=None,
                                     mesh=mesh)
     assert median.micro_batch > large.micro_batch  # an order statistic reads four slots, not the block

@@ -118,3 +118,14 @@ def test_an_infeasible_cell_is_reported_in_its_row_and_the_sweep_goes_on(tmp_pat
     written = sweeps.study_report(tmp_path / "r.jsonl", out_dir=tmp_path / "report")
     report = (tmp_path / "report" / "report.md").read_text()
     assert "infeasible: ValueError: n = 61 exceeds" in report and len(written["files"]) == 3
+
+
+def test_the_program_cache_is_bounded_least_recently_used_first(monkeypatch):
+    monkeypatch.setattr(_trials, "MAX_PROGRAMS", 2)
+    _trials._PROGRAMS.clear()
+    mech = builtin_sweepables()["laplace-median"]
+    for n in (9, 10, 11):
+        _trials.run_cell(mech, dict(epsilon=1.0, **PARAMS), _spec(n=n), jax.random.key(0), 8)
+    assert len(_trials._PROGRAMS) == 2
+    assert [k[0] for k in _trials._PROGRAMS] == ["draw", "mechanism"]  # the last cell's two programs
+    assert all(11 in k for k in _trials._PROGRAMS)
