@@ -12,3 +12,12 @@ def split_keys(key, num):
 
 def as_numpy(x):
     return np.asarray(x)
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 now (for a jax.distributed coordinator in a multi-process test)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

@@ -1,6 +1,5 @@
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +10,7 @@ import numpy as np
 import pytest
 
 from gpuprivacy import oracle, subsets
+from tests._helpers import free_port
 
 HERE = Path(__file__).parent
 
@@ -163,14 +163,10 @@ def test_four_devices_split_the_work_instead_of_repeating_it(tmp_path):
     assert power["subsets"] // 4 <= power["per_device_work"] < power["subsets"] // 4 + power["chunk"], power
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_two_processes_with_jax_distributed_match_a_single_process(tmp_path):
-    address = f"127.0.0.1:{_free_port()}"
+    address = f"127.0.0.1:{free_port()}"
     env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
     env["JAX_PLATFORMS"] = "cpu"
     procs = [subprocess.Popen([sys.executable, str(HERE / "_distributed_worker.py"), address, "2", str(pid),

@@ -18,6 +18,7 @@ from gpuprivacy.cli import main
 from gpuprivacy.mechanisms import instance_optimal
 from gpuprivacy.sweeps import SweepConfigError, run_sweep
 from gpuprivacy.sweeps import _trials
+from tests._helpers import free_port
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 FIVE_MEDIANS = ["piecewise-laplace-median", "inverse-sensitivity-median", "exponential-mechanism-median",
@@ -262,12 +263,6 @@ def test_four_devices_each_run_their_share_of_the_trials():
     assert result["local_rows"] and not result["global_rows"]
 
 
-def _free_port():
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_two_processes_split_the_cells_and_merge_them_in_grid_order(tmp_path):
@@ -276,7 +271,7 @@ def test_two_processes_split_the_cells_and_merge_them_in_grid_order(tmp_path):
     results = tmp_path / "shared.jsonl"
     env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
     env.update(JAX_PLATFORMS="cpu", PYTHONPATH=os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]))
-    address = f"127.0.0.1:{_free_port()}"
+    address = f"127.0.0.1:{free_port()}"
     procs = [subprocess.Popen([sys.executable, str(ROOT / "tests" / "sweeps" / "_distributed_sweep_worker.py"),
                                address, "2", str(pid), str(results), str(tmp_path / f"p{pid}.json"),
                                json.dumps(config)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
