@@ -163,8 +163,6 @@ def test_four_devices_split_the_work_instead_of_repeating_it(tmp_path):
     assert power["subsets"] // 4 <= power["per_device_work"] < power["subsets"] // 4 + power["chunk"], power
 
 
-
-
 def test_two_processes_with_jax_distributed_match_a_single_process(tmp_path):
     address = f"127.0.0.1:{free_port()}"
     env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}

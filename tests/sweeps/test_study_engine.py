@@ -263,8 +263,6 @@ def test_four_devices_each_run_their_share_of_the_trials():
     assert result["local_rows"] and not result["global_rows"]
 
 
-
-
 def test_two_processes_split_the_cells_and_merge_them_in_grid_order(tmp_path):
     """jax.distributed: each process computes its share of the cells; the file equals one process's run."""
     config = median_config(trials=12, dataset={"name": "normal", "n": [33, 21]})  # two blocks of 2 cells
