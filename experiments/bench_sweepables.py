@@ -19,9 +19,17 @@ It prints name, n, T, whether the batched path was jitted, both times, the ratio
 PASS (ratio >= 1) or FAIL, plus whether the batched values equal the loop's on the ``L`` timed trials.
 A mechanism that raises is reported with its error; the others still run.
 
-    python experiments/bench_sweepables.py --quick            # n = 200, T = 200, loop on 50 trials
-    python experiments/bench_sweepables.py                    # n = 1000, T = 1000, loop on 200 trials
-    python experiments/bench_sweepables.py --gpu              # n = 1000, T = 10^4, loop on 200 trials
+Mechanisms registered with ``batched=False`` (the privacy wrappers and the black-box estimators, whose
+oracle engine runs on the host and cannot be traced under ``jax.vmap``) have no batched path: the
+study engine calls them once per trial on device-drawn data, so the per-trial loop IS the engine's path.
+Only the loop is timed for them (on ``host_trials`` trials, scaled to T), with verdict ``LOOP``; they
+run at the fixed small n of :data:`FIXED_N` (the wrappers evaluate the oracle on subsets of the rows).
+The mechanisms reached through the adapters of ``gpuprivacy/sweeps/_adapters.py`` are timed through
+their adapters, which call the public mechanism.
+
+    python experiments/bench_sweepables.py --quick            # n = 200, T = 200, loop on 50 (host-side: 16) trials
+    python experiments/bench_sweepables.py                    # n = 1000, T = 1000, loop on 200 (host-side: 64)
+    python experiments/bench_sweepables.py --gpu              # n = 1000, T = 10^4, loop on 200 (host-side: 64)
     python experiments/bench_sweepables.py --only private-median laplace-mechanism --json
 """
 
@@ -48,12 +56,13 @@ from gpuprivacy import datasets, mechanisms, sweeps  # noqa: E402
 from gpuprivacy.sweeps._mechanisms import builtin_sweepables  # noqa: E402
 
 MODES = {
-    "quick": {"n": 200, "trials": 200, "loop_trials": 50},
-    "default": {"n": 1000, "trials": 1000, "loop_trials": 200},
-    "gpu": {"n": 1000, "trials": 10_000, "loop_trials": 200},
+    "quick": {"n": 200, "trials": 200, "loop_trials": 50, "host_trials": 16},
+    "default": {"n": 1000, "trials": 1000, "loop_trials": 200, "host_trials": 64},
+    "gpu": {"n": 1000, "trials": 10_000, "loop_trials": 200, "host_trials": 64},
 }
 _BOUNDED = {"epsilon": 1.0, "lower": -10.0, "upper": 10.0, "clip": True}
 _SELECTION = {"epsilon": 1.0}
+_GAUSS = {"sigma_threshold": 0.05, "sigma_query": 0.1, "sensitivity": 0.01, "lower": 0.0, "upper": 1.0}
 # One valid parameter set per mechanism (data: normal samples; selections: scores in [0, 10)).
 PARAMS = {
     "piecewise-laplace-median": _BOUNDED,
@@ -74,9 +83,46 @@ PARAMS = {
     "laplace-mechanism": {"epsilon": 1.0},
     "gaussian-mechanism": {"epsilon": 1.0, "delta": 1e-6},
     "gaussian-mechanism-zcdp": {"rho": 0.5},
+    # Stopping-index mechanisms on a query stream in [0, 1) (uniform data).
+    "above-threshold": {"threshold": 0.9, "epsilon": 1.0, "sensitivity": 0.01},
+    "sparse-vector": {"threshold": 0.9, "epsilon": 1.0, "max_positives": 3, "sensitivity": 0.01},
+    "gaussian-above-threshold": {"threshold": 0.9, **_GAUSS},
+    "gaussian-sparse-vector": {"threshold": 0.9, "epsilon": 10.0, "delta": 1e-6, **_GAUSS},
+    "gaussian-sparse-vector-whitehouse": {"threshold": 0.9, "epsilon": 60.0, "delta_prime": 1e-6,
+                                          "delta_double_prime": 1e-6, **_GAUSS},
+    # Adapters of the instance-optimal family (normal data).
+    "piecewise-laplace": {**_BOUNDED, "statistic": "median"},
+    "inverse-sensitivity": {**_BOUNDED, "statistic": "quantile", "quantile": 0.3},
+    "piecewise-laplace-count": {"epsilon": 1.0, "cutoff": 0.0},
+    "inverse-sensitivity-count": {"epsilon": 1.0, "cutoff": 0.0},
+    "piecewise-laplace-vector": {**_BOUNDED, "dim": 2},
+    # Host-side (batched=False): named oracles on uniform data.
+    "sens-o-matic": {"oracle": "mean", "grid_lower": 0.0, "grid_upper": 1.0, "grid_size": 11, "epsilon": 1.0,
+                     "beta": 0.1},
+    "shifted-inverse": {"oracle": "count", "grid_lower": 0.0, "grid_upper": 8.0, "grid_size": 9, "epsilon": 1.0,
+                        "beta": 0.1},
+    "cummings-durfee": {"oracle": "mean", "c": 0.2, "epsilon": 1.0},
+    "double-monotonization": {"oracle": "count", "r": 2000.0, "c": 1.0, "epsilon": 8.0, "beta": 0.05},
+    "small-diameter-subset-extension": {"oracle": "mean", "r": 1.0, "c": 0.2, "epsilon": 1.0},
+    "subset-extension": {"oracle": "mean", "c": 0.2, "epsilon": 1.0, "delta": 1e-6},
+    "tahoe": {"oracle": "mean", "c": 0.2, "epsilon": 1.0, "delta": 1e-6},
+    "white-box-laplace": {"oracle": "mean", "sensitivity": 0.125, "epsilon": 1.0},
+    "blackbox-estimate": {"oracle": "median", "epsilon": 1.0, "lower": 0.0, "upper": 1.0, "resolution": 0.25,
+                          "beta": 0.1},
+    "blackbox-estimate-zcdp": {"oracle": "median", "rho": 0.5, "lower": 0.0, "upper": 1.0, "resolution": 0.25,
+                               "beta": 0.1},
+    "blackbox-binary": {"oracle": "mean", "cutoff": 0.5, "epsilon": 1.0, "beta": 0.1},
 }
 MIN_N = {"private-median": 128}  # min_density * radius * n must leave the typical set non-trivial
+# The wrappers evaluate the oracle on subsets of the rows (up to the whole power set, 2^n), and the black-box
+# estimators need n >= t + 1 for their sample-and-aggregate design: each runs at one fixed n in every mode.
+_WRAPPERS = ("sens-o-matic", "shifted-inverse", "cummings-durfee", "double-monotonization",
+             "small-diameter-subset-extension", "subset-extension", "tahoe", "white-box-laplace")
+FIXED_N = {**{name: 8 for name in _WRAPPERS}, "blackbox-estimate": 64, "blackbox-estimate-zcdp": 64,
+           "blackbox-binary": 64}
 SCORE_RANGE = (0.0, 10.0)  # within gaussian-report-noisy-max's [lower, upper]
+# Targets whose mechanisms take data in [0, 1) (query streams in the Gaussian selections' [0, 1], oracle rows).
+_UNIT_TARGETS = ("first-above-threshold", "stopping-time", "threshold-answers", "oracle", "oracle-indicator")
 _LONG_FIRST_CALL_S = 10.0
 
 
@@ -86,9 +132,11 @@ def _error(exc):
 
 
 def trial_data(key, target, trials, n):
-    """``float64[trials, n]``: a distinct data set per trial (scores for the selections)."""
+    """``float64[trials, n]``: a distinct data set per trial (scores for the selections, [0, 1) for streams)."""
     if target == "argmax":
         return datasets.draw(key, "uniform", (trials, n), low=SCORE_RANGE[0], high=SCORE_RANGE[1])
+    if target in _UNIT_TARGETS:
+        return datasets.draw(key, "uniform", (trials, n), low=0.0, high=1.0)
     return datasets.draw(key, "normal", (trials, n))
 
 
@@ -131,8 +179,20 @@ def _agree(batched, loop):
     return bool(np.allclose(batched, loop, rtol=1e-9, atol=1e-12)), f"max |diff| {diff:.2e}"
 
 
-def run_mechanism(name, mech, *, n, trials, loop_trials, seed=0):
-    row = {"mechanism": name, "n": n, "trials": trials, "target": mech.target}
+def _timed_loop(mech, keys_part, rows, params):
+    """``(best seconds of 1-3 passes, the passes, values)`` of the per-trial loop, after one warm-up call."""
+    jax.block_until_ready(mech.release(keys_part[0], rows[0], **params).value)  # warm-up (compiles)
+    seconds, loop_values = loop_pass(mech.release, keys_part, rows, params)
+    passes = [seconds]
+    extra = 2 if seconds < 2.0 else 1 if seconds < 10.0 else 0
+    for _ in range(extra):
+        passes.append(loop_pass(mech.release, keys_part, rows, params)[0])
+    return min(passes), len(passes), loop_values
+
+
+def run_mechanism(name, mech, *, n, trials, loop_trials, host_trials=4, seed=0):
+    n = FIXED_N.get(name, n)
+    row = {"mechanism": name, "n": n, "trials": trials, "target": mech.target, "engine_batched": mech.batched}
     params = PARAMS.get(name)
     if params is None:
         row["error"] = "no parameter set in PARAMS for this mechanism (add one)"
@@ -142,10 +202,25 @@ def run_mechanism(name, mech, *, n, trials, loop_trials, seed=0):
         row["error"] = f"skipped: needs n >= {MIN_N[name]}"
         return row
     data_key, mechanism_key = jax.random.split(jax.random.key(seed))
+    # Host-side mechanisms: only the rows the loop times are drawn (each trial costs seconds, not microseconds).
+    drawn = trials if mech.batched else min(trials, host_trials)
     try:
-        data = jax.block_until_ready(trial_data(data_key, mech.target, trials, n))
+        data = jax.block_until_ready(trial_data(data_key, mech.target, drawn, n))
     except Exception as exc:
         row["error"] = f"data: {_error(exc)}"
+        return row
+    if not mech.batched:
+        # No batched path: the study engine runs this mechanism once per trial, so the loop is its path.
+        keys = jax.random.split(mechanism_key, trials)
+        try:
+            seconds, passes, _ = _timed_loop(mech, [keys[i] for i in range(drawn)], [data[i] for i in range(drawn)],
+                                             params)
+        except Exception as exc:
+            row["error"] = f"loop: {_error(exc)}"
+            return row
+        row.update(jitted=False, batched_note="batched=False: the engine calls it once per trial (the loop is its "
+                                              "path)", loop_s=seconds * trials / drawn, loop_timed_on=drawn,
+                   loop_passes=passes, verdict="LOOP")
         return row
     # Batched path.
     try:
@@ -164,29 +239,26 @@ def run_mechanism(name, mech, *, n, trials, loop_trials, seed=0):
     keys_part = [keys[i] for i in range(limit)]
     rows = [data[i] for i in range(limit)]
     try:
-        jax.block_until_ready(mech.release(keys_part[0], rows[0], **params).value)  # warm-up (compiles)
-        seconds, loop_values = loop_pass(mech.release, keys_part, rows, params)
-        passes = [seconds]
-        extra = 2 if seconds < 2.0 else 1 if seconds < 10.0 else 0
-        for _ in range(extra):
-            passes.append(loop_pass(mech.release, keys_part, rows, params)[0])
+        seconds, passes, loop_values = _timed_loop(mech, keys_part, rows, params)
     except Exception as exc:
         row["error"] = f"loop: {_error(exc)}"
         return row
-    loop = min(passes) * trials / limit
+    loop = seconds * trials / limit
     agree, detail = _agree(batched_values[:limit], loop_values)
-    row.update(loop_s=loop, loop_timed_on=limit, loop_passes=len(passes), ratio=loop / row["batched_s"],
+    row.update(loop_s=loop, loop_timed_on=limit, loop_passes=passes, ratio=loop / row["batched_s"],
                verdict="PASS" if loop >= row["batched_s"] else "FAIL", values_agree=agree, agree_detail=detail)
     return row
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="n = 200, T = 200, loop timed on 50 trials")
+    parser.add_argument("--quick", action="store_true", help="n = 200, T = 200, loop timed on 50 trials (host-side: 16)")
     parser.add_argument("--gpu", action="store_true", help="n = 1000, T = 10^4, loop timed on 200 trials")
     parser.add_argument("--n", type=int, help="records (or candidates) per trial")
     parser.add_argument("--trials", type=int, help="T, trials of the batched path")
     parser.add_argument("--loop-trials", type=int, help="trials the loop is timed on (scaled to T)")
+    parser.add_argument("--host-trials", type=int,
+                        help="trials the loop of a batched=False (host-side) mechanism is timed on (scaled to T)")
     parser.add_argument("--only", nargs="+", metavar="NAME", help="mechanisms to run (default: every sweepable)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
@@ -209,17 +281,23 @@ def main(argv=None):
               f"load before {meta['load_before']}")
         print(f"# batched: jitted run_trials(batched_args=True), best of 3 after compiling; loop: eager per-trial "
               f"calls on {min(sizes['trials'], sizes['loop_trials'])} of T trials, scaled linearly to T")
+        print(f"# LOOP: a batched=False (host-side) mechanism: the engine calls it once per trial, so only that "
+              f"loop is timed (on {min(sizes['trials'], sizes['host_trials'])} trials, scaled to T; n fixed)")
         print(f"{'mechanism':34s} {'n':>5s} {'T':>6s} {'jit':>4s} {'batched s':>10s} {'loop s':>10s} "
               f"{'loop/batched':>12s} {'verdict':>7s}  values")
     results = []
     for name in names:
         row = run_mechanism(name, table[name], n=sizes["n"], trials=sizes["trials"],
-                            loop_trials=sizes["loop_trials"], seed=args.seed)
+                            loop_trials=sizes["loop_trials"], host_trials=sizes["host_trials"], seed=args.seed)
         results.append(row)
         if args.json:
             continue
         if "error" in row:
-            print(f"{name:34s} {sizes['n']:5d} {sizes['trials']:6d}  ERROR  {row['error']}")
+            print(f"{name:34s} {row['n']:5d} {sizes['trials']:6d}  ERROR  {row['error']}")
+            continue
+        if row["verdict"] == "LOOP":
+            print(f"{name:34s} {row['n']:5d} {row['trials']:6d} {'-':>4s} {'-':>10s} {row['loop_s']:10.4f} "
+                  f"{'-':>12s} {'LOOP':>7s}  (engine's per-trial path, timed on {row['loop_timed_on']} trials)")
             continue
         print(f"{name:34s} {row['n']:5d} {row['trials']:6d} {'yes' if row['jitted'] else 'no':>4s} "
               f"{row['batched_s']:10.4f} {row['loop_s']:10.4f} {row['ratio']:11.1f}x {row['verdict']:>7s}  "
@@ -227,18 +305,19 @@ def main(argv=None):
     meta["load_after"] = load_average()
     failed = [r["mechanism"] for r in results if r.get("verdict") == "FAIL"]
     errored = [r["mechanism"] for r in results if "error" in r]
-    meta.update(failed=failed, errored=errored)
+    per_trial = [r["mechanism"] for r in results if r.get("verdict") == "LOOP"]
+    meta.update(failed=failed, errored=errored, per_trial=per_trial)
     if args.json:
         json.dump({"meta": meta, "results": results}, sys.stdout, indent=1)
         print()
     else:
         for row in results:
-            if row.get("batched_note"):
+            if row.get("batched_note") and row.get("verdict") != "LOOP":  # LOOP rows say so on their line
                 print(f"  {row['mechanism']}: batched path {row['batched_note']}")
         print(f"# loop timed on {min(sizes['trials'], sizes['loop_trials'])} trials per mechanism and scaled "
               f"linearly to T = {sizes['trials']}; load after {meta['load_after']}")
-        print(f"# {len(results) - len(failed) - len(errored)} PASS, {len(failed)} FAIL {failed}, "
-              f"{len(errored)} errors {errored}")
+        print(f"# {len(results) - len(failed) - len(errored) - len(per_trial)} PASS, {len(failed)} FAIL {failed}, "
+              f"{len(per_trial)} per-trial only (batched=False), {len(errored)} errors {errored}")
     return {"meta": meta, "results": results}
 
 

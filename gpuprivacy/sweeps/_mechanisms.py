@@ -123,9 +123,9 @@ def _oracle(x, params):
 
 
 def _oracle_population(distribution, dist_params, params):
-    from gpuprivacy.sweeps._adapters import _parse_oracle
+    from gpuprivacy.sweeps._adapters import parse_oracle
 
-    name, args = _parse_oracle(params["oracle"])
+    name, args = parse_oracle(params["oracle"])
     if name in ("mean", "median"):
         return _population(name)(distribution, dist_params, params)
     if name == "quantile":
