@@ -43,6 +43,7 @@ import numpy as np
 import gpuprivacy
 from gpuprivacy import mechanisms
 from gpuprivacy.mechanisms import instance_optimal as io
+from gpuprivacy.mechanisms._instance_optimal._smooth_sensitivity import smooth_sensitivity_by_definition
 from _timing import best_of, first_call, load_average, mode_sizes  # experiments/_timing.py
 
 LOWER, UPPER, EPSILON, SEED = -10.0, 10.0, 1.0, 0
@@ -68,22 +69,9 @@ def _sort(x):
 
 @functools.partial(jax.jit, static_argnames=("rank", "max_distance"))
 def quadratic_smooth_sensitivity(sorted_data, beta, lower, upper, rank, max_distance):
-    """The old computation, O(n * max_distance): the largest gap at each distance k (NRS07 §3.1)."""
-    n = sorted_data.shape[0]
-    padded = jnp.concatenate([jnp.full(1, lower), sorted_data, jnp.full(1, upper)])
-    t = jnp.arange(max_distance + 2)
-
-    def at_distance(k):
-        hi_index = jnp.clip(rank + t, 0, n + 1)
-        lo_index = jnp.clip(rank + t - k - 1, 0, n + 1)
-        gaps = jnp.where(t <= k + 1, padded[hi_index] - padded[lo_index], 0.0)
-        return jnp.max(gaps)
-
-    ks = jnp.arange(max_distance + 1)
-    local = jax.lax.map(at_distance, ks, batch_size=min(max_distance + 1, 256))
-    weighted = jnp.exp(-ks.astype(jnp.float64) * beta) * local
-    tail = jnp.exp(-(max_distance + 1) * beta) * (upper - lower)
-    return jnp.maximum(jnp.max(weighted), tail), sorted_data[rank - 1]
+    """The old computation, O(n * max_distance), and the median."""
+    return (smooth_sensitivity_by_definition(sorted_data, beta, lower, upper, rank, max_distance),
+            sorted_data[rank - 1])
 
 
 @functools.partial(jax.jit, static_argnames=("rank",))

@@ -7,7 +7,7 @@ Nissim, Raskhodnikova & Smith (STOC 2007, §3.1) define, for the median at rank 
     S^*_\\beta(x) = \\max\\Big(\\max_{k \\le K} e^{-k\\beta} A^{(k)}(x),\\ e^{-(K+1)\\beta}(u - \\ell)\\Big),
     \\qquad A^{(k)}(x) = \\max_{t = 0..k+1} \\big(x_{(m+t)} - x_{(m+t-k-1)}\\big),
 
-computed in O(n K) by :func:`quadratic_smooth_sensitivity` below (the package's computation before
+computed in O(n K) by ``smooth_sensitivity_by_definition`` (the package's computation before
 it moved to the O(n log n) divide and conquer, kept verbatim as the reference).
 
 Two claims:
@@ -43,30 +43,14 @@ from gpuprivacy import mechanisms
 from gpuprivacy.mechanisms import instance_optimal as io
 # Private on purpose: the bitwise claim is about the divide and conquer given its weights (module docstring).
 from gpuprivacy.mechanisms._instance_optimal import _smooth_sensitivity
-from gpuprivacy.mechanisms._instance_optimal._smooth_sensitivity import _largest_weighted_gap
+from gpuprivacy.mechanisms._instance_optimal._smooth_sensitivity import (_largest_weighted_gap,
+                                                                        smooth_sensitivity_by_definition)
 
 LOWER, UPPER = 0.0, 10.0
 BETAS = np.array([1e-3, 0.05, 1 / 6, 0.25, np.log(2.0), 1.0, 3.0])  # ln 2: exact ratios of gaps 1 : 2
 
 
-@functools.partial(jax.jit, static_argnames=("rank", "max_distance"))
-def quadratic_smooth_sensitivity(sorted_data, beta, lower, upper, rank, max_distance):
-    """The definition, O(n * max_distance): for each k, the max gap over the k + 2 windows (NRS07 §3.1)."""
-    n = sorted_data.shape[0]
-    padded = jnp.concatenate([jnp.full(1, lower), sorted_data, jnp.full(1, upper)])
-    t = jnp.arange(max_distance + 2)
-
-    def at_distance(k):
-        hi_index = jnp.clip(rank + t, 0, n + 1)
-        lo_index = jnp.clip(rank + t - k - 1, 0, n + 1)
-        gaps = jnp.where(t <= k + 1, padded[hi_index] - padded[lo_index], 0.0)
-        return jnp.max(gaps)
-
-    ks = jnp.arange(max_distance + 1)
-    local = jax.lax.map(at_distance, ks, batch_size=min(max_distance + 1, 256))
-    weighted = jnp.exp(-ks.astype(jnp.float64) * beta) * local
-    tail = jnp.exp(-(max_distance + 1) * beta) * (upper - lower)
-    return jnp.maximum(jnp.max(weighted), tail)
+quadratic_smooth_sensitivity = jax.jit(smooth_sensitivity_by_definition, static_argnames=("rank", "max_distance"))
 
 
 def reference(datasets, betas, lower=LOWER, upper=UPPER, max_distance=None):
