@@ -29,6 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from gpuprivacy._checks import check_int
+from gpuprivacy._sort import sort as _sort
 from gpuprivacy.sweeps._parameters import REQUIRED, UNSET, SweepParameter
 
 # Keywords that control how a release is computed, not what it is: never a grid axis.
@@ -36,15 +37,23 @@ _OPERATIONAL = frozenset({"progress", "chunk_size", "max_work", "max_queries", "
 
 
 def _median(x, params):
-    return jnp.median(x)
+    # The mechanisms' median is an order statistic, the left one (rank ceil(n/2), 1-based) unless a
+    # mechanism is told otherwise (private_median's median_index="floor": rank floor(n/2)); jnp.median
+    # would average the two middle values at even n, which no mechanism estimates.
+    from gpuprivacy.mechanisms._instance_optimal._dataset_checks import median_rank
+
+    n = x.shape[-1]
+    rank = n // 2 if params.get("median_index") == "floor" else median_rank(n)
+    return _sort(x)[max(rank, 1) - 1]
 
 
 def _quantile(x, params):
     # The mechanisms' quantile is the order statistic of rank ceil(q * n) (1-based), as in
     # Asi & Duchi 2020, Sec. 5; jnp.quantile(method="higher") is a different rank at ties of q * n.
+    # The same rank as the mechanisms' quantile_rank, its 1e-12 slack included (0.9 * 10 is 9.000000000000002).
     n = x.shape[-1]
-    rank = jnp.clip(jnp.ceil(params["quantile"] * n).astype(jnp.int32), 1, n)
-    return jnp.sort(x)[rank - 1]
+    rank = jnp.clip(jnp.ceil(params["quantile"] * n - 1e-12).astype(jnp.int32), 1, n)
+    return _sort(x)[rank - 1]
 
 
 def _clipped_mean(x, params):
@@ -96,7 +105,7 @@ def _statistic(x, params):
     if params["statistic"] == "clipped-mean":
         return jnp.mean(x)
     rank = median_rank(n) if params["statistic"] == "median" else quantile_rank(params["quantile"], n)
-    return jnp.sort(x)[rank - 1]
+    return _sort(x)[rank - 1]
 
 
 def _statistic_population(distribution, dist_params, params):

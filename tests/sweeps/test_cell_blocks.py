@@ -129,3 +129,16 @@ def test_the_program_cache_is_bounded_least_recently_used_first(monkeypatch):
     assert len(_trials._PROGRAMS) == 2
     assert [k[0] for k in _trials._PROGRAMS] == ["draw", "mechanism"]  # the last cell's two programs
     assert all(11 in k for k in _trials._PROGRAMS)
+
+
+@pytest.mark.parametrize("n", [10, 11])
+def test_targets_are_the_order_statistics_the_mechanisms_estimate(n):
+    """The median target is the left median at even n (not jnp.median's average), and the quantile's rank is the
+    mechanisms' own (0.9 * 10 = 9.000000000000002 must give rank 9)."""
+    from gpuprivacy.mechanisms._instance_optimal._dataset_checks import median_rank, quantile_rank
+    from gpuprivacy.sweeps._mechanisms import TARGETS
+
+    x = jnp.asarray(np.random.default_rng(n).permutation(np.arange(1.0, n + 1)))
+    assert float(TARGETS["median"].statistic(x, {})) == median_rank(n)
+    assert float(TARGETS["median"].statistic(x, {"median_index": "floor"})) == n // 2
+    assert float(TARGETS["quantile"].statistic(x, {"quantile": 0.9})) == quantile_rank(0.9, n)
