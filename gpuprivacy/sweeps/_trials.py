@@ -391,8 +391,9 @@ def run_cells(requests, data: DataSpec, num_trials: int, *, data_key: jax.Array 
                 (m,) = members
                 req, chunk_keys = requests[m], keys[m][start:start + chunk]
                 target, exact = run(x)
-                if mode == "hook":
-                    release = hook(chunk_keys, x, batched_args=True, **req.params)
+                if mode == "hook":  # the same mechanism keys as the other modes: the trial keys' second halves
+                    mechanism_keys = jax.vmap(lambda k: jax.random.split(k)[1])(chunk_keys)
+                    release = hook(mechanism_keys, x, batched_args=True, **req.params)
                     info = _info_scalars(release.info, (chunk,))
                     ok = getattr(release.info, "valid", None)
                     ok = np.isfinite(np.asarray(release.value, np.float64)) if ok is None else ok

@@ -142,3 +142,18 @@ def test_targets_are_the_order_statistics_the_mechanisms_estimate(n):
     assert float(TARGETS["median"].statistic(x, {})) == median_rank(n)
     assert float(TARGETS["median"].statistic(x, {"median_index": "floor"})) == n // 2
     assert float(TARGETS["quantile"].statistic(x, {"quantile": 0.9})) == quantile_rank(0.9, n)
+
+
+def test_a_mechanism_with_its_own_batched_driver_gets_the_same_keys_and_data():
+    """The optimal median runs through its host-routed driver; trial i is still private_median called with the
+    trial's mechanism key on the trial's data."""
+    from gpuprivacy.mechanisms import median
+
+    mech = builtin_sweepables()["private-median"]
+    params = dict(epsilon=1.0, min_density=0.15, radius=1.0, median_bound=10.0)
+    spec, key = _spec(n=101), jax.random.key(9)
+    out = _trials.run_cell(mech, params, spec, key, 6)
+    for i, trial_key in enumerate(jax.random.split(key, 6)):
+        data_key, mechanism_key = jax.random.split(trial_key)
+        x = spec.distribution.draw(data_key, (spec.n,))
+        assert float(out.values[i]) == float(median.private_median(mechanism_key, x, **params).value)
