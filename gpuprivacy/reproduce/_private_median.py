@@ -9,29 +9,29 @@ analytic content and runs the experiment suite of our own (labelled so):
 * ``rates``: error quantiles of :func:`gpuprivacy.mechanisms.median.private_median` vs n for Uniform,
   Normal, Cauchy, Laplace, Student-t(3) and the Prop. 3.8 lower-bound mixture, over an epsilon grid;
   fast-path and overflow rates; runtime per trial. Each (n, epsilon, distribution) is one cell of the
-  study engine (:func:`gpuprivacy.sweeps.run_cell`): the data are drawn on the device from
-  :mod:`gpuprivacy.datasets` laws, and the routes are the releases' own ``nonprivate_route``;
+  study engine (:func:`gpuprivacy.sweeps.run_cells`, the epsilons of an (n, distribution) on the same
+  datasets): the data are drawn on the device from :mod:`gpuprivacy.datasets` laws, and the routes are
+  the releases' own ``nonprivate_route``;
 * ``sample_complexity``: the n needed to reach (alpha, beta), with the constants of the Theorem 3.1
   rate fitted by nonnegative least squares;
-* ``baselines``: on the same device-drawn datasets (one engine cell key per distribution), the
-  private median (3.6), the exponential-mechanism median (McSherry & Talwar 2007), the piecewise-Laplace and inverse-sensitivity
-  medians (Durfee 2025) and the smooth-sensitivity median (Nissim, Raskhodnikova & Smith 2007), all run
-  by the engine; the non-private median and the UNSAFE flattened-Laplace shortcut (labelled unsafe:
-  accuracy only, it is not private) on those same datasets, redrawn from the engine's data keys;
+* ``baselines``: on the same device-drawn datasets (one engine data key per distribution), the
+  private median (3.6), the exponential-mechanism median (McSherry & Talwar 2007), the piecewise-Laplace
+  and inverse-sensitivity medians (Durfee 2025) and the smooth-sensitivity median (Nissim, Raskhodnikova
+  & Smith 2007), all run by the engine; the non-private median and the UNSAFE flattened-Laplace shortcut
+  (labelled unsafe: accuracy only, it is not private) on those same datasets, redrawn from the engine's
+  data keys;
 * ``privacy``: the exact worst log-ratio over random and adversarial neighbours, relative to eps d_H.
 """
 
 from __future__ import annotations
 
 import csv
-import functools
 import json
 import math
 import pathlib
 import time
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 from scipy import optimize
 
@@ -40,8 +40,9 @@ from gpuprivacy._progress import Progress
 from gpuprivacy.mechanisms import median
 from gpuprivacy.reproduce._plots import require_matplotlib
 from gpuprivacy.reproduce._registry import register_study
-from gpuprivacy.sweeps import DataSpec, run_cell
-from gpuprivacy.sweeps._mechanisms import builtin_sweepables
+from gpuprivacy.sweeps import CellRequest, DataSpec, run_cells
+from gpuprivacy.sweeps._mechanisms import TARGETS, builtin_sweepables
+from gpuprivacy.sweeps._trials import plan_chunk
 
 NAME = "tzamos2020-private-median"
 DISTRIBUTIONS = ("uniform", "normal", "cauchy", "laplace", "student_t3", "lower_bound_mixture")
@@ -99,39 +100,70 @@ def _trials_at(config, n):
     return config["trials"] if cap is None else min(config["trials"], max(100, cap // n))
 
 
+# Data values per engine chunk at least (the chunk of the study's former host loop, 32 MB of float64 data).
+# The private median routes each chunk's trials on the host, one call per chunk, and a call that meets a
+# new number of non-certified trials compiles the full route for it: fewer, larger chunks compile fewer.
+_CHUNK_VALUES = 4_000_000
+
+
+def _chunk(n, trials):
+    """Trials per engine chunk: the engine's plan for n or, where more, what fits ``_CHUNK_VALUES``; split
+    evenly, so that no padding trial is drawn and run only to be dropped."""
+    devices = jax.local_device_count()
+    most = max(plan_chunk(n, trials, devices, jax.local_devices()[0].platform),
+               _CHUNK_VALUES // n // devices * devices, devices)
+    pieces = -(-trials // most)
+    return -(-trials // (pieces * devices)) * devices
+
+
 def _private_median():
     return builtin_sweepables()["private-median"]
 
 
-def part_rates(config, key, progress):
-    """Error quantiles of the private median, one study-engine cell per (n, epsilon, distribution).
+def _key(key, *path):
+    """``key`` folded with each index of ``path`` in turn: one independent branch per (part, role, cell)."""
+    for index in path:
+        key = jax.random.fold_in(key, index)
+    return key
 
-    The cell key depends on (n, distribution) only, so every epsilon of the grid sees the same datasets
-    (paired: differences across epsilon are the mechanism's, not the data's).
+
+# Branches of a part's key: the datasets of a block of cells, and the mechanism noise of each cell.
+_DATA, _NOISE = 0, 1
+
+
+def part_rates(config, key, progress):
+    """Error quantiles of the private median: one block of study-engine cells per (n, distribution).
+
+    The cells of a block, one per epsilon, share the block's data key (:func:`gpuprivacy.sweeps.run_cells`),
+    so every epsilon sees the same datasets, drawn once (paired: differences across epsilon are the
+    mechanism's, not the data's); each cell has its own noise key.
     """
     mechanism = _private_median()
-    rows = []
-    grid = [(n, eps) for n in config["ns"] for eps in config["epsilons"]]
-    with Progress(len(grid) * len(config["distributions"]), "private median rates", enabled=progress) as bar:
-        for n, eps in grid:
-            ni = config["ns"].index(n)
+    epsilons = config["epsilons"]
+    found = {}
+    with Progress(len(config["ns"]) * len(config["distributions"]), "private median rates",
+                  enabled=progress) as bar:
+        for ni, n in enumerate(config["ns"]):
+            trials = _trials_at(config, n)
             for di, dist in enumerate(config["distributions"]):
-                cell_key = jax.random.fold_in(jax.random.fold_in(key, ni), di)
-                trials = _trials_at(config, n)
-                cell = run_cell(mechanism, _params(config, eps), data_spec(dist, n, config), cell_key, trials)
-                errors = np.abs(cell.values - cell.population)
-                routes = np.asarray(cell.info["nonprivate_route"])
-                rows.append(dict(distribution=dist, n=n, epsilon=eps, trials=int(errors.size),
-                                 error_q50=float(np.quantile(errors, 0.5)),
-                                 error_q90=float(np.quantile(errors, 1 - config["beta"])),
-                                 fast_path_rate=float(np.mean(routes == _ROUTE_FAST)),
-                                 overflow_rate=float(np.mean(routes == _ROUTE_OVERFLOW)),
-                                 # The engine's wall time leaves out the programs it compiles ahead (the draw),
-                                 # but the mechanism's own kernels compile on their first call, which is the
-                                 # first distribution of each (n, epsilon).
-                                 seconds_per_trial=cell.wall_s / errors.size, includes_compilation=di == 0))
+                requests = [CellRequest(mechanism, _params(config, eps), _key(key, _NOISE, ni, di, ei))
+                            for ei, eps in enumerate(epsilons)]
+                cells = run_cells(requests, data_spec(dist, n, config), trials, data_key=_key(key, _DATA, ni, di),
+                                  chunk=_chunk(n, trials))
+                for eps, cell in zip(epsilons, cells):
+                    errors = np.abs(cell.values - cell.population)
+                    routes = np.asarray(cell.info["nonprivate_route"])
+                    found[n, eps, dist] = dict(
+                        distribution=dist, n=n, epsilon=eps, trials=int(errors.size),
+                        error_q50=float(np.quantile(errors, 0.5)),
+                        error_q90=float(np.quantile(errors, 1 - config["beta"])),
+                        fast_path_rate=float(np.mean(routes == _ROUTE_FAST)),
+                        overflow_rate=float(np.mean(routes == _ROUTE_OVERFLOW)),
+                        # The engine's wall time leaves out the programs it compiles ahead (the draw), but the
+                        # mechanism's own kernels compile on their first call: the first distribution of each n.
+                        seconds_per_trial=cell.wall_s / errors.size, includes_compilation=di == 0)
                 bar.update()
-    return rows
+    return [found[n, eps, dist] for n in config["ns"] for eps in epsilons for dist in config["distributions"]]
 
 
 def rate_terms(n_alpha, alpha, beta, epsilon, config):
@@ -189,28 +221,41 @@ PRIVATE_MEDIAN_LABEL = "private_median (3.6)"
 UNSAFE_LABEL = "UNSAFE flattened-Laplace shortcut"
 
 
-def engine_datasets(spec, cell_key, num_trials):
-    """The datasets ``[num_trials, n]`` that :func:`gpuprivacy.sweeps.run_cell` draws for ``spec`` and ``cell_key``,
-    and the trials' mechanism keys.
+def engine_datasets(spec, data_key, num_trials):
+    """The datasets ``[num_trials, n]`` that :func:`gpuprivacy.sweeps.run_cells` draws for ``spec`` and ``data_key``.
 
-    Trial i's data key is the first half of ``jax.random.split(jax.random.split(cell_key, T)[i])`` and its
-    mechanism key the second (the engine's stated convention), so the non-private median and the UNSAFE
-    shortcut, which are not public mechanisms and so not engine cells, see the engine's data.
+    Trial i's dataset is drawn from ``jax.random.fold_in(data_key, i)`` (the engine's stated convention), so
+    the non-private median and the UNSAFE shortcut, which are not public mechanisms and so not engine
+    cells, see the engine's datasets.
     """
-    params = {k: jnp.asarray(v, jnp.float64) for k, v in spec.params.items()}
-    x, mechanism_keys = _engine_draws(spec.distribution, spec.n, num_trials, cell_key, params)
-    return np.asarray(x), mechanism_keys
+    # One trial at a time: the law's own compiled draw at shape (n,) is cheaper to compile than a batched
+    # program, and draws the same bits (a trial's values depend on its key only).
+    return np.stack([np.asarray(spec.distribution.draw(jax.random.fold_in(data_key, i), (spec.n,), **spec.params))
+                     for i in range(num_trials)])
 
 
-@functools.partial(jax.jit, static_argnums=(0, 1, 2))
-def _engine_draws(distribution, n, num_trials, cell_key, params):
-    # Static on the law, n and T so that a rerun reuses the program; the parameters are traced, as in the engine.
-    data_keys, mechanism_keys = jax.vmap(lambda k: tuple(jax.random.split(k)))(jax.random.split(cell_key, num_trials))
-    return jax.vmap(lambda k: distribution.draw(k, (n,), **params))(data_keys), mechanism_keys
+def _engine_baselines(requests, spec, trials, data_key, chunk, dist, notes):
+    """``{label: CellTrials}`` of the engine's baselines on one distribution's datasets.
+
+    All in one block (each chunk of data drawn once for every mechanism); if the block fails, each cell
+    again alone on the same data key, so that a failing baseline is reported in the notes, not fatal.
+    """
+    try:
+        cells = run_cells([request for _, request in requests], spec, trials, data_key=data_key, chunk=chunk)
+        return {label: cell for (label, _), cell in zip(requests, cells)}
+    except Exception:  # noqa: BLE001 - find which baseline failed, below
+        pass
+    out = {}
+    for label, request in requests:
+        try:
+            (out[label],) = run_cells([request], spec, trials, data_key=data_key, chunk=chunk)
+        except Exception as err:  # noqa: BLE001 - a baseline's failure is reported, not fatal
+            notes.append(f"{label} on {dist}: {type(err).__name__}: {str(err)[:160]}")
+    return out
 
 
 def part_baselines(config, key, progress):
-    """The baselines at ``baseline_n``: every mechanism of a distribution on the same datasets (one cell key)."""
+    """The baselines at ``baseline_n``: every mechanism of a distribution on the same datasets (one data key)."""
     n, trials = config["baseline_n"], config["baseline_trials"]
     eps = max(config["epsilons"])
     params = _params(config, eps)
@@ -227,33 +272,33 @@ def part_baselines(config, key, progress):
     rows = []
     with Progress(len(config["distributions"]), "private median baselines", enabled=progress) as bar:
         for di, dist in enumerate(config["distributions"]):
-            spec, cell_key = data_spec(dist, n, config), jax.random.fold_in(key, di)
-            results, targets = {}, None
-            for label, mechanism, mechanism_params in engine_runs:
-                try:
-                    cell = run_cell(mechanism, mechanism_params, spec, cell_key, trials)
-                except Exception as err:  # noqa: BLE001 - a baseline's failure is reported, not fatal
-                    notes.append(f"{label} on {dist}: {type(err).__name__}: {str(err)[:160]}")
-                    continue
+            spec, data_key = data_spec(dist, n, config), _key(key, _DATA, di)
+            requests = [(label, CellRequest(mechanism, mechanism_params, _key(key, _NOISE, di, mi)))
+                        for mi, (label, mechanism, mechanism_params) in enumerate(engine_runs)]
+            cells = _engine_baselines(requests, spec, trials, data_key, _chunk(n, trials), dist, notes)
+            data = engine_datasets(spec, data_key, trials)
+            if cells:  # the cells share their datasets: one cell's targets, recomputed here, check them all
+                label, cell = next(iter(cells.items()))
+                request = dict(requests)[label]
+                target = TARGETS[request.mechanism.target].statistic
+                if not np.array_equal(jax.vmap(lambda row: target(row, request.params))(data), cell.targets):
+                    raise RuntimeError(f"the datasets redrawn for {dist} are not those of the study engine's "
+                                       f"{label} cell; the baselines would not be paired")
+            for label, cell in cells.items():
                 if not np.all(cell.valid):
                     notes.append(f"{label} on {dist}: {int(np.sum(~cell.valid))} of {trials} trials withheld")
-                results[label] = np.abs(cell.values - cell.population)
-                targets = cell.targets
-            data, mechanism_keys = engine_datasets(spec, cell_key, trials)
-            if targets is not None and not np.allclose(np.median(data, axis=1), targets, rtol=1e-12, atol=1e-12):
-                raise RuntimeError(f"the datasets redrawn for {dist} are not the study engine's; the baselines "
-                                   "would not be paired")
+            errors = {label: np.abs(cell.values - cell.population) for label, cell in cells.items()}
             # The population median is 0, so the non-private median's error is its absolute value.
             references = {"nonprivate_median": np.abs(np.sort(data, axis=1)[:, (n + 1) // 2 - 1])}
             try:
-                references[UNSAFE_LABEL] = np.abs(np.asarray(unsafe(mechanism_keys, data)))
+                unsafe_keys = jax.random.split(_key(key, _NOISE, di, len(engine_runs)), trials)
+                references[UNSAFE_LABEL] = np.abs(np.asarray(unsafe(unsafe_keys, data)))
             except Exception as err:  # noqa: BLE001 - reported, not fatal
                 notes.append(f"{UNSAFE_LABEL} on {dist}: {type(err).__name__}: {str(err)[:160]}")
-            first = {k: results.pop(k) for k in [PRIVATE_MEDIAN_LABEL] if k in results}
-            for label, errors in {**first, **references, **results}.items():
+            first = {k: errors.pop(k) for k in [PRIVATE_MEDIAN_LABEL] if k in errors}
+            for label, e in {**first, **references, **errors}.items():
                 rows.append(dict(distribution=dist, n=n, epsilon=eps, mechanism=label, trials=trials,
-                                 error_q50=float(np.median(errors)),
-                                 error_q90=float(np.quantile(errors, 1 - config["beta"])),
+                                 error_q50=float(np.median(e)), error_q90=float(np.quantile(e, 1 - config["beta"])),
                                  private=not label.startswith(("UNSAFE", "nonprivate"))))
             bar.update()
     return rows, sorted(set(notes))
@@ -417,7 +462,7 @@ def _report(config, results):
         "## Error quantiles vs n", "",
         _table(rates, ["distribution", "n", "epsilon", "trials", "error_q50", "error_q90", "fast_path_rate",
                        "overflow_rate", "seconds_per_trial"]), "",
-        "Each row is one cell of the study engine (gpuprivacy.sweeps.run_cell): every trial's dataset is drawn on "
+        "Each row is one cell of the study engine (gpuprivacy.sweeps.run_cells): every trial's dataset is drawn on "
         "the device from its own key (gpuprivacy.datasets laws, population median 0), every epsilon of a (n, "
         "distribution) sees the same datasets, and the fast-path and overflow rates are the releases' own routes. "
         "seconds_per_trial leaves out the engine's ahead-of-time compilation; that of the first distribution per "
@@ -431,10 +476,10 @@ def _report(config, results):
         _table(results["baselines"]["rows"], ["distribution", "n", "epsilon", "mechanism", "error_q50", "error_q90",
                                               "private"]), "",
         f"Every mechanism of a distribution ran on the same {config['baseline_trials']} datasets, drawn on the "
-        "device by the study engine (one cell key per distribution); the private ones ran as engine cells, the "
+        "device by the study engine (one data key per distribution); the private ones ran as engine cells, the "
         "clipped ones with lower = -R, upper = R, clip = true. The non-private median and the UNSAFE shortcut are "
         "not public mechanisms: they ran on those datasets redrawn from the engine's data keys (checked against "
-        "the engine's own medians). The UNSAFE shortcut is shown for accuracy only: it is not differentially "
+        "the engine's own target medians). The UNSAFE shortcut is shown for accuracy only: it is not differentially "
         "private. ![](baselines.png)", "",
         *[f"- note: {note}" for note in results["baselines"]["notes"]], "",
         "## Exact privacy check", "",

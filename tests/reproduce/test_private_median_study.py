@@ -1,12 +1,16 @@
-"""reproduce("tzamos2020-private-median", quick=True): files, plots, and numbers checked against spec 003."""
+"""reproduce("tzamos2020-private-median", quick=True): files, plots, and numbers checked against the paper
+(Tzamos, Vlatakis-Gkaragkounis & Zadik 2020) and docs/errata.md; the error rates come from the study engine."""
 
 import csv
 import json
 
+import jax
 import numpy as np
 import pytest
 
+from gpuprivacy.reproduce import _private_median as study
 from gpuprivacy.reproduce import list_studies, reproduce
+from gpuprivacy.sweeps import CellRequest, run_cells
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -90,3 +94,26 @@ def test_report_and_metadata(study_dir):
     assert "Case-A shortcut is not private" in report and "UNSAFE" in report and "![](rates_eps1.0.png)" in report
     meta = json.loads((study_dir / "metadata.json").read_text(encoding="utf-8"))
     assert meta["study"] == "tzamos2020-private-median" and meta["quick"] is True and meta["seed"] == 3
+
+
+def test_rates_rows_are_study_engine_cells(study_dir, results):
+    config = json.loads((study_dir / "results.json").read_text(encoding="utf-8"))["config"]
+    rates = results["rates"]
+    assert all(r["trials"] == config["trials"] for r in rates)     # quick mode: no max_trial_elements cap
+    # A rerun of the first sample size gives the same numbers: the keys depend on the seed and the cell only.
+    rates_key = jax.random.fold_in(jax.random.key(config["seed"]), 1)
+    again = study.part_rates(dict(config, ns=config["ns"][:1]), rates_key, progress=False)
+    timing = ("seconds_per_trial", "includes_compilation")
+    strip = [{k: v for k, v in r.items() if k not in timing} for r in again]
+    assert strip == [{k: v for k, v in r.items() if k not in timing} for r in rates if r["n"] == config["ns"][0]]
+    # The row of the lower-bound mixture (the one with non-certified trials) is the engine's cell: its
+    # fast-path rate is that of the releases' own routes, its quantiles those of the released values.
+    n, di = config["ns"][0], config["distributions"].index("lower_bound_mixture")
+    (cell,) = run_cells([CellRequest(study.builtin_sweepables()["private-median"],
+                                     study._params(config, config["epsilons"][0]),
+                                     study._key(rates_key, study._NOISE, 0, di, 0))],
+                        study.data_spec("lower_bound_mixture", n, config), config["trials"],
+                        data_key=study._key(rates_key, study._DATA, 0, di), chunk=study._chunk(n, config["trials"]))
+    row = next(r for r in rates if r["n"] == n and r["distribution"] == "lower_bound_mixture")
+    assert row["fast_path_rate"] == np.mean(cell.info["nonprivate_route"] == 0) < 1
+    assert row["error_q90"] == np.quantile(np.abs(cell.values), 1 - config["beta"])
