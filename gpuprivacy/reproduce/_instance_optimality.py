@@ -8,12 +8,21 @@ and plain Laplace (global sensitivity, at epsilon and at epsilon/2) for the
 median, a quantile and the clipped mean, across epsilon and n, on synthetic
 distributions and the UCI Bikes daily series.
 
-PLM and INV errors are *exact* (our closed forms per dataset of the quantities in Durfee 2025, Thm 2,
-averaged over datasets); a Monte Carlo run of the sampler checks one
-configuration. Laplace: :math:`E|err| = \\mathrm{GS}/\\varepsilon`
-(unclipped). Smooth sensitivity: Laplace noise :math:`E|err| = 2S^*/\\varepsilon`;
-Cauchy noise has no mean, so its *median* absolute error
-:math:`6S^*/\\varepsilon` is reported in its own column.
+The sweeps run on the study engine (:func:`gpuprivacy.sweeps.run_cells`): each
+(law, n) source draws its datasets on the device from :mod:`gpuprivacy.datasets`
+(trial i's dataset from one data key per source, so every mechanism at every
+epsilon sees the same datasets and PLM and INV pair per dataset), runs the
+public mechanisms with ``clip=True`` and evaluates their exact per-dataset errors
+(:data:`gpuprivacy.sweeps._exact.EXACT_ERRORS`), read back as the engine's
+``expected_abs_error`` and ``median_abs_error_exact`` metrics. So PLM and INV
+errors are *exact* (closed forms per dataset of the quantities in Durfee 2025,
+Thm 2, averaged over datasets), not Monte Carlo; a Monte Carlo run of the
+sampler checks one configuration. Laplace: :math:`E|err| =
+\\mathrm{GS}/\\varepsilon` (unclipped, data-independent). Smooth sensitivity
+(Nissim, Raskhodnikova & Smith 2007): Laplace noise :math:`E|err| =
+2S^*/\\varepsilon`; Cauchy noise has no mean, so its *median* absolute error
+:math:`6S^*/\\varepsilon` is reported in its own column, beside PLM's exact
+median absolute error.
 """
 
 from __future__ import annotations
@@ -34,7 +43,7 @@ from gpuprivacy.reproduce._plots import require_matplotlib
 from gpuprivacy.reproduce._registry import register_study
 from gpuprivacy.sweeps._mechanisms import builtin_sweepables
 from gpuprivacy.sweeps._metrics import cell_metrics
-from gpuprivacy.sweeps._trials import DataSpec, run_cell
+from gpuprivacy.sweeps._trials import CellRequest, DataSpec, run_cells
 
 NAME = "durfee2025-piecewise-laplace"
 DOMAIN = (-10.0, 10.0)
@@ -89,59 +98,76 @@ def _one_dataset(key, distribution: str, n: int) -> np.ndarray:
     return np.clip(np.asarray(datasets.draw(key, law, (n,), **params)), *DOMAIN)
 
 
-def _exact(name: str, params: dict, spec: DataSpec, cell_key, num_datasets: int):
-    """The study engine's trials of one built-in mechanism: its exact errors per dataset and their metrics."""
-    mechanism = builtin_sweepables()[name]
-    trials = run_cell(mechanism, params, spec, cell_key, num_datasets)
-    return trials, cell_metrics(trials, params, target_kind="real")
-
-
-def _cell(statistic, spec: DataSpec, cell_key, num_datasets, epsilon, lower, upper):
-    """Mean over datasets of each mechanism's exact error summary.
-
-    Every run of the cell uses ``cell_key``: trial i's dataset depends on its key only, so PLM, INV
-    and the smooth-sensitivity baselines see the same datasets, and PLM and INV pair per dataset.
-    Data outside the domain are clipped into it (``clip=True``), on purpose.
-    """
+def _runs(statistic, epsilon, lower, upper) -> dict[str, tuple[str, dict]]:
+    """The mechanisms one row compares, by role: PLM and INV, and for the median the smooth-sensitivity baselines."""
     plm_name, inv_name, extra = STATISTICS[statistic]
     params = {"epsilon": epsilon, "lower": lower, "upper": upper, "clip": True, **extra}
-    plm, plm_metrics = _exact(plm_name, params, spec, cell_key, num_datasets)
-    inv, inv_metrics = _exact(inv_name, params, spec, cell_key, num_datasets)
-    released = plm.valid & inv.valid
-    plm_each = plm.exact["expected_abs_error"][released]
-    inv_each = inv.exact["expected_abs_error"][released]
+    runs = {"plm": (plm_name, params), "inv": (inv_name, params)}
+    if statistic == "median":
+        # Smooth sensitivity (NRS07): Laplace noise at (epsilon, DELTA_SS) and Cauchy noise (pure DP).
+        runs["smooth_laplace"] = (SMOOTH, {**params, "noise": "laplace", "delta": DELTA_SS})
+        runs["smooth_cauchy"] = (SMOOTH, {**params, "noise": "cauchy"})
+    return runs
+
+
+def _rows(config, spec: DataSpec, key, num_datasets, lower, upper) -> list[dict]:
+    """The rows of one dataset source (a law at one n, or the Bikes series), one per epsilon and statistic.
+
+    All runs get one data key, so every mechanism at every epsilon sees the same datasets (trial i's
+    from ``fold_in(data_key, i)``, common random numbers): PLM and INV pair per dataset. One
+    :func:`~gpuprivacy.sweeps.run_cells` call per epsilon draws them once for all its mechanisms; each
+    mechanism is then a one-cell group, whose compiled program (epsilon traced) every epsilon and
+    every source of the same n reuse. Data outside the domain are clipped into it (``clip=True``),
+    on purpose.
+    """
+    data_key, noise_key = jax.random.split(key)
+    table = builtin_sweepables()
+    rows, num_requests = [], 0
+    for epsilon in config["epsilons"]:
+        cells = [(statistic, _runs(statistic, epsilon, lower, upper)) for statistic in config["statistics"]]
+        requests = []
+        for _, runs in cells:
+            for name, params in runs.values():  # each request its own mechanism noise
+                requests.append(CellRequest(table[name], params, jax.random.fold_in(noise_key, num_requests)))
+                num_requests += 1
+        results = iter(run_cells(requests, spec, num_datasets, data_key=data_key))
+        rows += [{"statistic": statistic, "n": spec.n, "epsilon": epsilon,
+                  **_row(statistic, spec.n, epsilon, lower, upper, runs, {role: next(results) for role in runs})}
+                 for statistic, runs in cells]
+    return rows
+
+
+def _row(statistic, n, epsilon, lower, upper, runs, trials) -> dict:
+    """Mean over datasets of each mechanism's exact error summary (the engine's exact metrics)."""
+    metrics = {role: cell_metrics(trials[role], runs[role][1], target_kind="real") for role in runs}
+    released = trials["plm"].valid & trials["inv"].valid
+    plm_each = trials["plm"].exact["expected_abs_error"][released]
+    inv_each = trials["inv"].exact["expected_abs_error"][released]
     # Plain Laplace at the global sensitivity, unclipped: data-independent, GS/epsilon.
-    gs = (upper - lower) / (spec.n if statistic == "clipped_mean" else 1)
-    row = {"plm": plm_metrics["expected_abs_error"], "inv": inv_metrics["expected_abs_error"],
-           "plm_se": plm_metrics["expected_abs_error_se"], "inv_se": inv_metrics["expected_abs_error_se"],
+    gs = (upper - lower) / (n if statistic == "clipped_mean" else 1)
+    # Standard errors over the datasets; None (null in JSON) for the one Bikes dataset, which has none.
+    se = {role: metrics[role]["expected_abs_error_se"] for role in ("plm", "inv")}
+    row = {"plm": metrics["plm"]["expected_abs_error"], "inv": metrics["inv"]["expected_abs_error"],
+           **{f"{role}_se": value if math.isfinite(value) else None for role, value in se.items()},
            "laplace": gs / epsilon, "laplace_half_epsilon": 2 * gs / epsilon,
            "plm_beats_inv": float(np.mean(plm_each < inv_each)),
            "laplace_beats_plm": float(np.mean(gs / epsilon < plm_each))}
     if statistic == "median":
-        # Smooth sensitivity (NRS07): Laplace noise at (epsilon, DELTA_SS) has E|err| = 2 S*/epsilon; Cauchy noise
-        # (pure DP) has no mean, so its median |err|, 6 S*/epsilon, is compared with PLM's exact median |err|.
-        _, laplace_noise = _exact(SMOOTH, {**params, "noise": "laplace", "delta": DELTA_SS}, spec, cell_key,
-                                  num_datasets)
-        _, cauchy_noise = _exact(SMOOTH, {**params, "noise": "cauchy"}, spec, cell_key, num_datasets)
-        row["smooth_laplace"] = laplace_noise["expected_abs_error"]
-        row["smooth_cauchy_median_abs"] = cauchy_noise["median_abs_error_exact"]
-        row["plm_median_abs"] = plm_metrics["median_abs_error_exact"]
+        # Laplace noise has E|err| = 2 S*/epsilon; Cauchy noise has no mean, so its median |err|, 6 S*/epsilon,
+        # is compared with PLM's exact median |err|.
+        row["smooth_laplace"] = metrics["smooth_laplace"]["expected_abs_error"]
+        row["smooth_cauchy_median_abs"] = metrics["smooth_cauchy"]["median_abs_error_exact"]
+        row["plm_median_abs"] = metrics["plm"]["median_abs_error_exact"]
     return row
 
 
-def _bikes(config, cell_key):
+def _bikes(config, key):
     bikes = datasets.load_bikes_daily()
     x = np.asarray(bikes.registered, np.float64)
-    lower, upper = 0.0, float(bikes.population)
     # One fixed dataset, one trial per mechanism: its exact errors are the row.
     spec = DataSpec("bikes-registered", x.shape[0], {}, fixed=x, fresh=False)
-    rows = []
-    for epsilon in config["epsilons"]:
-        for statistic in config["statistics"]:
-            row = _cell(statistic, spec, cell_key, 1, epsilon, lower, upper)
-            rows.append({"distribution": "bikes-registered", "statistic": statistic, "n": x.shape[0],
-                         "epsilon": epsilon, **row})
-    return rows
+    return [{"distribution": "bikes-registered", **row}
+            for row in _rows(config, spec, key, 1, 0.0, float(bikes.population))]
 
 
 def _error_cdf_figure(study_dir, config, key):
@@ -212,7 +238,8 @@ def _report(config, rows, cdf, mc, wall):
     lines = ["# Durfee (2025): piecewise Laplace vs inverse sensitivity, smooth sensitivity and Laplace", "",
              "Durfee (2025) has no experiments. Exact expected absolute errors (Durfee 2025, Thm 2), averaged over "
              f"{config['datasets_per_cell']} datasets per cell (domain {DOMAIN}, data clipped into it), swap "
-             "neighbours. Laplace columns: GS/ε (plain Laplace at ε) and 2GS/ε (Laplace at ε/2, PLM's worst case), "
+             "neighbours; the datasets are drawn on the device and every mechanism runs on the same ones through "
+             "the study engine (gpuprivacy.sweeps.run_cells), which evaluates each dataset's closed forms. Laplace columns: GS/ε (plain Laplace at ε) and 2GS/ε (Laplace at ε/2, PLM's worst case), "
              "unclipped (clipping the Laplace release into the domain would lower them when GS/ε is large; PLM "
              "and INV always release inside the domain). SS-Laplace: smooth sensitivity with Laplace noise, "
              "(ε, 1e-6)-DP, E|err| = 2S*/ε; SS-Cauchy (pure ε-DP) has no mean, so median |err| is compared.",
@@ -248,18 +275,16 @@ def run_study(study_dir: pathlib.Path, *, quick: bool, progress: bool) -> dict:
     config = study_config(quick)
     cells_key, figure_key, mc_key = _keys(config["seed"])
     rows = []
-    cells = [(distribution, n) for distribution in config["distributions"] for n in config["sizes"]]
-    bar = Progress(len(cells), NAME, enabled=progress)
-    for i, (distribution, n) in enumerate(cells):
-        # One cell key per (law, n): the same datasets for every epsilon, statistic and mechanism.
-        spec, cell_key = _law_spec(distribution, n), jax.random.fold_in(cells_key, i)
-        for epsilon in config["epsilons"]:
-            for statistic in config["statistics"]:
-                row = _cell(statistic, spec, cell_key, config["datasets_per_cell"], epsilon, *DOMAIN)
-                rows.append({"distribution": distribution, "statistic": statistic, "n": n, "epsilon": epsilon,
-                             **row})
+    sources = [(distribution, n) for distribution in config["distributions"] for n in config["sizes"]]
+    bar = Progress(len(sources) + 1, NAME, enabled=progress)
+    for i, (distribution, n) in enumerate(sources):
+        # One key per (law, n): the same datasets for every epsilon, statistic and mechanism.
+        rows += [{"distribution": distribution, **row} for row in _rows(
+            config, _law_spec(distribution, n), jax.random.fold_in(cells_key, i), config["datasets_per_cell"],
+            *DOMAIN)]
         bar.update(1)
-    rows += _bikes(config, jax.random.fold_in(cells_key, len(cells)))
+    rows += _bikes(config, jax.random.fold_in(cells_key, len(sources)))
+    bar.update(1)
     cdf = _error_cdf_figure(study_dir, config, figure_key)
     _factor_two_figure(study_dir, rows)
     mc = _monte_carlo_check(config, mc_key)

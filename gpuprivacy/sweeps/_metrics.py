@@ -22,7 +22,7 @@ Built-in metrics (always computed; null in JSON where they do not apply):
   these), ``expected_abs_error`` is the mean of :math:`a_j` over the released
   trials, the average over datasets (not a Monte Carlo estimate of the
   noise), and ``expected_abs_error_se`` its standard error over datasets (0
-  for one fixed dataset); ``median_abs_error_exact`` is the mean over datasets
+  for one fixed dataset; null for a single trial); ``median_abs_error_exact`` is the mean over datasets
   of the exact median of :math:`|M(x_j) - f(x_j)|` (e.g. for Cauchy noise,
   which has no mean);
 * index targets (selections): ``selection_accuracy`` (the fraction of trials

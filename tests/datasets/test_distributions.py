@@ -50,6 +50,13 @@ def _cdf_cauchy(x, loc, scale):
     return 0.5 + np.arctan((x - loc) / scale) / math.pi
 
 
+def _cdf_lognormal(x, mu, sigma):
+    # P(exp(mu + sigma Z) <= x) = Phi((log x - mu) / sigma) for x > 0, and 0 for x <= 0.
+    x = np.asarray(x, np.float64)
+    positive = x > 0
+    return np.where(positive, _phi((np.log(np.where(positive, x, 1.0)) - mu) / sigma), 0.0)
+
+
 def _cdf_t3(x, df, loc, scale):
     # Student-t with 3 degrees of freedom in closed form (Johnson, Kotz & Balakrishnan 1995, Ch. 28).
     t = (x - loc) / scale
@@ -86,6 +93,7 @@ CASES = [
     Case("uniform", dict(low=-1.0, high=3.0), _cdf_uniform, "low", "high"),
     Case("laplace", dict(loc=-2.0, scale=0.5), _cdf_laplace, "loc", "scale"),
     Case("cauchy", dict(loc=0.5, scale=1.5), _cdf_cauchy, "loc", "scale"),
+    Case("lognormal", dict(mu=0.5, sigma=0.75), _cdf_lognormal, "mu", "sigma"),
     Case("student-t", dict(df=3.0, loc=1.0, scale=2.0), _cdf_t3, "loc", "df"),  # df = 3: closed-form CDF
     Case("normal-mixture", dict(weight=0.3, loc1=-2.0, scale1=0.5, loc2=1.0, scale2=2.0), _cdf_mixture, "loc2",
          "weight"),
@@ -261,6 +269,12 @@ def test_closed_form_truths():
     assert t.mean(df=1.0) is None and t.mean(df=1.5, loc=4.0) == 4.0 and t.median(df=0.5, loc=-1.0) == -1.0
     uniform = datasets.distribution("uniform")
     assert (uniform.median(low=2.0, high=4.0), uniform.mean(low=2.0, high=4.0)) == (3.0, 3.0)
+    # Lognormal (Johnson, Kotz & Balakrishnan 1994, Ch. 14): median e^mu, mean e^(mu + sigma^2/2).
+    lognormal = datasets.distribution("lognormal")
+    assert lognormal.median(mu=1.0, sigma=2.0) == pytest.approx(math.e, rel=1e-15)
+    assert lognormal.mean(mu=1.0, sigma=2.0) == pytest.approx(math.exp(3.0), rel=1e-15)
+    assert lognormal.quantile(0.975, sigma=0.5) == pytest.approx(math.exp(0.5 * 1.959963984540054), rel=1e-15)
+    assert dict(lognormal.parameters) == {"mu": 0.0, "sigma": 1.0}
     scores = datasets.distribution("scores-uniform")
     assert (scores.median(), scores.mean(), scores.quantile(0.3)) == (0.5, 0.5, 0.3)
     gap = datasets.distribution("scores-gap")
@@ -298,8 +312,8 @@ def test_lower_bound_mixture_truths():
 
 def test_registry_lists_every_builtin_with_a_citing_description():
     listing = datasets.list_distributions()
-    for name in ("normal", "uniform", "laplace", "cauchy", "student-t", "normal-mixture", "lower-bound-mixture",
-                 "scores-gap", "scores-uniform"):
+    for name in ("normal", "uniform", "laplace", "cauchy", "lognormal", "student-t", "normal-mixture",
+                 "lower-bound-mixture", "scores-gap", "scores-uniform"):
         assert name in listing and "\n" not in listing[name]
         assert any(str(year) in listing[name] for year in range(1990, 2030)), listing[name]
     assert list(listing) == sorted(listing)
@@ -319,6 +333,7 @@ def test_unknown_names_are_clear_errors(key):
     ("normal", dict(scale=0.0), r"scale must be finite and > 0, got 0.0"),
     ("normal", dict(loc=float("nan")), r"loc must be finite"),
     ("uniform", dict(low=1.0, high=1.0), r"low < high.*low=1.0, high=1.0"),
+    ("lognormal", dict(sigma=0.0), r"sigma must be finite and > 0, got 0.0"),
     ("student-t", dict(df=-1.0), r"df must be finite and > 0"),
     ("normal-mixture", dict(weight=1.5), r"weight must lie in \[0, 1\]"),
     ("lower-bound-mixture", dict(min_density=0.6), r"min_density \* radius <= 1/2.*0.6"),

@@ -72,3 +72,21 @@ def test_csv_matches_json(study_dir, results):
         rows = list(csv.DictReader(fh))
     assert len(rows) == len(results["rows"])
     assert float(rows[0]["plm"]) == pytest.approx(results["rows"][0]["plm"], rel=1e-12)
+
+
+def test_rows_are_exact_errors_from_the_study_engine(results, study_dir):
+    """The rows average the engine's exact per-dataset errors over the laws of the study and the Bikes series."""
+    rows = results["rows"]
+    assert {r["distribution"] for r in rows} == {"normal", "cauchy", "uniform", "lognormal", "bikes-registered"}
+    assert results["config"]["laws"]["uniform"] == {"law": "uniform", "low": -3.0, "high": 3.0}
+    assert results["config"]["laws"]["lognormal"] == {"law": "lognormal", "mu": 0.0, "sigma": 1.0}
+    for r in rows:
+        if r["distribution"] == "bikes-registered":  # one fixed dataset: an exact value, no spread over datasets
+            assert r["plm_se"] is None and r["inv_se"] is None
+        else:  # fresh datasets per cell: the mean over them has a standard error
+            assert r["plm_se"] > 0 and r["inv_se"] > 0
+    # Medians carry every baseline; the other statistics only PLM, INV and Laplace.
+    for r in rows:
+        has_smooth = {"smooth_laplace", "smooth_cauchy_median_abs", "plm_median_abs"} <= set(r)
+        assert has_smooth == (r["statistic"] == "median")
+    assert "run_cells" in (study_dir / "report.md").read_text()
