@@ -33,7 +33,7 @@ from typing import Any, Mapping, NamedTuple
 from gpuprivacy._checks import check_int
 from gpuprivacy.sweeps import _registry
 
-_TOP_LEVEL = ("name", "description", "seed", "trials", "mechanism", "dataset", "metrics", "coverage_radius")
+_TOP_LEVEL = ("name", "description", "seed", "trials", "mechanism", "dataset", "metrics", "coverage_radius", "exact")
 _MAX_SEED = 2**63 - 1
 
 
@@ -240,6 +240,14 @@ def _check_options(source: str, raw: dict) -> dict:
             raise SweepConfigError(f"{source}: key 'coverage_radius' has the invalid value {value!r}: it must be a "
                                    "finite number > 0 (coverage = fraction of trials with |error| <= it).")
         options["coverage_radius"] = float(value)
+    if "exact" in raw:
+        value = raw["exact"]
+        if not isinstance(value, bool):
+            raise SweepConfigError(f"{source}: key 'exact' has the invalid value {value!r}: it must be true or false "
+                                   "(true: also evaluate the mechanisms' exact error quantities, for the "
+                                   "expected_abs_error metrics).")
+        if value:
+            options["exact"] = True
     return options
 
 

@@ -15,7 +15,7 @@ Built-in metrics (always computed; null in JSON where they do not apply):
   ``population_mse``, ``population_mse_se``, ``bias`` with ``bias_se``);
   ``coverage`` is the fraction of trials with :math:`|e_j| \\le r` for the
   config's ``coverage_radius = r`` (null without one);
-* exact errors, where the mechanism states them (its ``exact`` function, e.g.
+* exact errors, with ``exact = true`` in the config, where the mechanism states them (its ``exact`` function, e.g.
   the closed forms of :mod:`gpuprivacy.sweeps._exact`; null otherwise): with
   :math:`a_j = E|M(x_j) - f(x_j)|` the exact expected absolute error of trial
   j's dataset over the mechanism's randomness (Durfee 2025, Thm 2 compares

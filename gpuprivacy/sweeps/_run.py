@@ -301,7 +301,8 @@ def _study_rows(block: list, chunk, bar) -> list[dict]:
     requests = [CellRequest(_registry.get_mechanism(cell.mechanism).payload, dict(cell.mechanism_params),
                             cell_key(cell.seed, cell.cell_id)) for cell in block]
     try:
-        trials = run_cells(requests, data, block[0].num_trials, data_key=key, chunk=chunk, progress=bar)
+        exact = bool(block[0].options.get("exact", False))
+        trials = run_cells(requests, data, block[0].num_trials, data_key=key, chunk=chunk, progress=bar, exact=exact)
         return [_study_row(cell, request.mechanism, data, t) for cell, request, t in zip(block, requests, trials)]
     except _INFEASIBLE:
         if len(block) == 1:
@@ -309,7 +310,8 @@ def _study_rows(block: list, chunk, bar) -> list[dict]:
     rows = []
     for cell, request in zip(block, requests):
         try:
-            (t,) = run_cells([request], data, cell.num_trials, data_key=key, chunk=chunk)
+            (t,) = run_cells([request], data, cell.num_trials, data_key=key, chunk=chunk,
+                             exact=bool(cell.options.get("exact", False)))
             rows.append(_study_row(cell, request.mechanism, data, t))
         except _INFEASIBLE:
             rows.append(_infeasible_row(cell, data, request.mechanism))

@@ -142,7 +142,7 @@ def _valid(release):
     return jnp.asarray(valid, bool)
 
 
-def _mechanism_fn(mechanism: SweepableMechanism, static: tuple):
+def _mechanism_fn(mechanism: SweepableMechanism, static: tuple, with_exact: bool):
     """``one(trial_key, x, traced) -> (value, target, valid, info, exact)``: one trial on its data ``x``."""
     target = TARGETS[mechanism.target]
     static_params = dict(static)
@@ -151,8 +151,8 @@ def _mechanism_fn(mechanism: SweepableMechanism, static: tuple):
         _, mechanism_key = jax.random.split(trial_key)
         params = {**static_params, **traced}
         release = mechanism.release(mechanism_key, x, **params)
-        return (release.value, target.statistic(x, params), _valid(release), _info_scalars(release.info),
-                _exact_values(mechanism, x, params))
+        exact = _exact_values(mechanism, x, params) if with_exact else {}
+        return release.value, target.statistic(x, params), _valid(release), _info_scalars(release.info), exact
     return one
 
 
@@ -195,7 +195,7 @@ def traceable_parameters(mechanism: SweepableMechanism, params: dict, data: Data
 def _traces(mechanism, params, data, example, names) -> bool:
     static, traced = _split(params, names)
     try:
-        jax.eval_shape(_mechanism_fn(mechanism, static), jax.random.key(0), example, traced)
+        jax.eval_shape(_mechanism_fn(mechanism, static, False), jax.random.key(0), example, traced)
     except Exception:  # noqa: BLE001  (the mechanism needs them concrete: they stay static)
         return False
     return True
@@ -229,15 +229,16 @@ def _draw_program(data: DataSpec, chunk: int, mesh: Mesh, example_args):
     return _compiled(cache_key, build, example_args)
 
 
-def _mechanism_program(mechanism, static, traced, n: int, chunk: int, group: int, mesh: Mesh, example_args):
+def _mechanism_program(mechanism, static, traced, n: int, chunk: int, group: int, mesh: Mesh, example_args,
+                       with_exact: bool):
     """Runs a chunk of trials for ``group`` cells that differ only in their traced parameters, on the chunk's
     shared datasets, each device its own rows. Work that depends on the data alone (a sort, the bounds, the
     target) is not batched over the group, so it runs once per trial for the whole group."""
-    cache_key = ("mechanism", mechanism.name, id(mechanism.release), id(mechanism.exact), static,
-                 tuple(sorted(traced)), n, chunk, group, _devices(mesh))
+    cache_key = ("mechanism", mechanism.name, id(mechanism.release), id(mechanism.exact) if with_exact else None,
+                 static, tuple(sorted(traced)), n, chunk, group, _devices(mesh))
 
     def build():
-        one = _mechanism_fn(mechanism, static)
+        one = _mechanism_fn(mechanism, static, with_exact)
 
         def per_device(keys, x, traced_params):
             trials = jax.vmap(one, in_axes=(0, 0, None))
@@ -247,15 +248,16 @@ def _mechanism_program(mechanism, static, traced, n: int, chunk: int, group: int
     return _compiled(cache_key, build, example_args)
 
 
-def _target_program(mechanism, static, n: int, chunk: int, mesh: Mesh, example_args):
+def _target_program(mechanism, static, n: int, chunk: int, mesh: Mesh, example_args, with_exact: bool):
     """The target statistic of a chunk of datasets (for mechanisms with their own batched path)."""
-    cache_key = ("target", mechanism.target, id(mechanism.exact), static, n, chunk, _devices(mesh))
+    cache_key = ("target", mechanism.target, id(mechanism.exact) if with_exact else None, static, n, chunk,
+                 _devices(mesh))
     target, static_params = TARGETS[mechanism.target], dict(static)
 
     def build():
         def per_device(x):
             return jax.vmap(lambda row: (target.statistic(row, static_params),
-                                         _exact_values(mechanism, row, static_params)))(x)
+                                         _exact_values(mechanism, row, static_params) if with_exact else {}))(x)
         return jax.shard_map(per_device, mesh=mesh, in_specs=(_SHARDED,), out_specs=_SHARDED, check_vma=False)
     return _compiled(cache_key, build, example_args)
 
@@ -278,7 +280,7 @@ class CellRequest(NamedTuple):
 
 def run_cell(mechanism: SweepableMechanism, params: dict, data: DataSpec, cell_key: jax.Array, num_trials: int,
              *, data_key: jax.Array | None = None, mesh: Mesh | None = None, chunk: int | None = None,
-             progress=None) -> CellTrials:
+             progress=None, exact: bool = True) -> CellTrials:
     """Runs ``num_trials`` trials of ``mechanism`` on ``data`` (see the module docstring).
 
     Trial ``i`` draws its mechanism noise from ``split(split(cell_key, T)[i])[1]`` and its data from
@@ -286,11 +288,12 @@ def run_cell(mechanism: SweepableMechanism, params: dict, data: DataSpec, cell_k
     every cell given the same data key sees the same datasets: common random numbers).
     """
     return run_cells([CellRequest(mechanism, params, cell_key)], data, num_trials, data_key=data_key, mesh=mesh,
-                     chunk=chunk, progress=progress)[0]
+                     chunk=chunk, progress=progress, exact=exact)[0]
 
 
 def run_cells(requests, data: DataSpec, num_trials: int, *, data_key: jax.Array | None = None,
-              mesh: Mesh | None = None, chunk: int | None = None, progress=None) -> list[CellTrials]:
+              mesh: Mesh | None = None, chunk: int | None = None, progress=None,
+              exact: bool = True) -> list[CellTrials]:
     """Runs several cells on the same datasets: each chunk of data is drawn once and fed to every cell.
 
     Cells of one mechanism that differ only in traced parameters (an epsilon grid) run as one program
@@ -308,6 +311,9 @@ def run_cells(requests, data: DataSpec, num_trials: int, *, data_key: jax.Array 
       num_trials: trials per cell.
       data_key: the datasets' key (trial i: ``fold_in(data_key, i)``); None only for one request, whose
         trial keys then also give its data (as :func:`run_cell` without a data key).
+      exact: evaluate the mechanisms' exact error quantities (their ``exact`` functions) on every
+        trial's data. They can cost more than the release itself (a bisection on an exact CDF):
+        sweeps ask for them with ``exact = true`` in the config.
     """
     requests = list(requests)
     if data_key is None and len(requests) != 1:
@@ -363,11 +369,11 @@ def run_cells(requests, data: DataSpec, num_trials: int, *, data_key: jax.Array 
             stacked = {k: jnp.stack([plans[m][3][k] for m in members]) for k in traced}
             key_example = jax.ShapeDtypeStruct((len(members), chunk) + keys[0].shape[1:], keys[0].dtype)
             run, seconds = _mechanism_program(req.mechanism, static, traced, data.n, chunk, len(members), mesh,
-                                              (key_example, x_example, stacked))
+                                              (key_example, x_example, stacked), exact)
             programs[group] = (run, stacked, jnp.stack([keys[m] for m in members]))
         else:
             run, seconds = _target_program(req.mechanism, tuple(sorted(req.params.items())), data.n, chunk, mesh,
-                                           (x_example,))
+                                           (x_example,), exact)
             programs[group] = (run, None, None)
         for m in members:
             compile_s[m] += seconds / len(members)

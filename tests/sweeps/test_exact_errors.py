@@ -142,9 +142,9 @@ def test_exact_metrics_average_over_released_datasets_and_are_null_where_not_sta
     assert all(math.isnan(none[k]) for k in ("expected_abs_error", "expected_abs_error_se", "median_abs_error_exact"))
 
 
-def test_exact_metrics_appear_in_a_sweep_row(tmp_path):
+def test_exact_metrics_appear_in_a_sweep_row_when_the_config_asks(tmp_path):
     config = {
-        "name": "exact-metrics-test", "seed": 3, "trials": 16,
+        "name": "exact-metrics-test", "seed": 3, "trials": 16, "exact": True,
         "mechanism": [{"name": "piecewise-laplace-median", "epsilon": 1.0, "lower": -5.0, "upper": 5.0, "clip": True},
                       {"name": "laplace-mechanism", "epsilon": 1.0}],
         "dataset": {"name": "normal", "n": 15},
@@ -159,3 +159,8 @@ def test_exact_metrics_appear_in_a_sweep_row(tmp_path):
     assert plain["released"] == 1.0
     assert plain["expected_abs_error"] is None and plain["expected_abs_error_se"] is None
     assert plain["median_abs_error_exact"] is None
+    # Without `exact = true` they are not computed (they can cost more than the release): null.
+    del config["exact"]
+    lean = run_sweep(config, results_path=tmp_path / "lean.jsonl", progress=False)
+    plm = {row["mechanism"]: row["metrics"] for row in lean.rows}["piecewise-laplace-median"]
+    assert plm["expected_abs_error"] is None and plm["mae"] > 0
