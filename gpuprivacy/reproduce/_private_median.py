@@ -241,14 +241,15 @@ def _engine_baselines(requests, spec, trials, data_key, chunk, dist, notes):
     again alone on the same data key, so that a failing baseline is reported in the notes, not fatal.
     """
     try:
-        cells = run_cells([request for _, request in requests], spec, trials, data_key=data_key, chunk=chunk)
+        cells = run_cells([request for _, request in requests], spec, trials, data_key=data_key, chunk=chunk,
+                          exact=False)
         return {label: cell for (label, _), cell in zip(requests, cells)}
     except Exception:  # noqa: BLE001 - find which baseline failed, below
         pass
     out = {}
     for label, request in requests:
         try:
-            (out[label],) = run_cells([request], spec, trials, data_key=data_key, chunk=chunk)
+            (out[label],) = run_cells([request], spec, trials, data_key=data_key, chunk=chunk, exact=False)
         except Exception as err:  # noqa: BLE001 - a baseline's failure is reported, not fatal
             notes.append(f"{label} on {dist}: {type(err).__name__}: {str(err)[:160]}")
     return out
