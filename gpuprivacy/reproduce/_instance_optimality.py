@@ -130,7 +130,7 @@ def _rows(config, spec: DataSpec, key, num_datasets, lower, upper) -> list[dict]
             for name, params in runs.values():  # each request its own mechanism noise
                 requests.append(CellRequest(table[name], params, jax.random.fold_in(noise_key, num_requests)))
                 num_requests += 1
-        results = iter(run_cells(requests, spec, num_datasets, data_key=data_key))
+        results = iter(run_cells(requests, spec, num_datasets, data_key=data_key, exact=True))
         rows += [{"statistic": statistic, "n": spec.n, "epsilon": epsilon,
                   **_row(statistic, spec.n, epsilon, lower, upper, runs, {role: next(results) for role in runs})}
                  for statistic, runs in cells]

@@ -280,7 +280,7 @@ class CellRequest(NamedTuple):
 
 def run_cell(mechanism: SweepableMechanism, params: dict, data: DataSpec, cell_key: jax.Array, num_trials: int,
              *, data_key: jax.Array | None = None, mesh: Mesh | None = None, chunk: int | None = None,
-             progress=None, exact: bool = True) -> CellTrials:
+             progress=None, exact: bool = False) -> CellTrials:
     """Runs ``num_trials`` trials of ``mechanism`` on ``data`` (see the module docstring).
 
     Trial ``i`` draws its mechanism noise from ``split(split(cell_key, T)[i])[1]`` and its data from
@@ -293,7 +293,7 @@ def run_cell(mechanism: SweepableMechanism, params: dict, data: DataSpec, cell_k
 
 def run_cells(requests, data: DataSpec, num_trials: int, *, data_key: jax.Array | None = None,
               mesh: Mesh | None = None, chunk: int | None = None, progress=None,
-              exact: bool = True) -> list[CellTrials]:
+              exact: bool = False) -> list[CellTrials]:
     """Runs several cells on the same datasets: each chunk of data is drawn once and fed to every cell.
 
     Cells of one mechanism that differ only in traced parameters (an epsilon grid) run as one program
@@ -311,7 +311,7 @@ def run_cells(requests, data: DataSpec, num_trials: int, *, data_key: jax.Array 
       num_trials: trials per cell.
       data_key: the datasets' key (trial i: ``fold_in(data_key, i)``); None only for one request, whose
         trial keys then also give its data (as :func:`run_cell` without a data key).
-      exact: evaluate the mechanisms' exact error quantities (their ``exact`` functions) on every
+      exact: also evaluate the mechanisms' exact error quantities (their ``exact`` functions) on every
         trial's data. They can cost more than the release itself (a bisection on an exact CDF):
         sweeps ask for them with ``exact = true`` in the config.
     """

@@ -66,7 +66,7 @@ def test_release_diagnostics_and_exact_quantities_per_trial():
         return {"gs_over_eps": (p["upper"] - p["lower"]) / p["epsilon"], "mean": jnp.mean(x)}
 
     laplace = builtin_sweepables()["laplace-median"]._replace(exact=exact, name="laplace-median-exact-test")
-    out = _trials.run_cell(laplace, dict(epsilon=2.0, **PARAMS), _spec(), jax.random.key(4), 10)
+    out = _trials.run_cell(laplace, dict(epsilon=2.0, **PARAMS), _spec(), jax.random.key(4), 10, exact=True)
     np.testing.assert_allclose(out.exact["gs_over_eps"], 5.0)
     assert out.exact["mean"].shape == (10,) and len(set(out.exact["mean"].tolist())) == 10
 

@@ -83,7 +83,7 @@ def test_every_entry_has_a_case_and_is_wired_into_its_sweepable():
                                                     for n, e in CASES])
 def test_exact_errors_agree_with_the_mechanism_s_monte_carlo(name, extra):
     spec = DataSpec("fixed", N, {}, fixed=_fixed_dataset(), fresh=False)
-    trials = run_cell(builtin_sweepables()[name], _params(extra), spec, jax.random.key(7), NUM_TRIALS)
+    trials = run_cell(builtin_sweepables()[name], _params(extra), spec, jax.random.key(7), NUM_TRIALS, exact=True)
     assert trials.valid.all()
     abs_err = np.abs(np.asarray(trials.values, np.float64) - np.asarray(trials.targets, np.float64))
     exact = {k: np.asarray(v) for k, v in trials.exact.items()}
