@@ -16,12 +16,19 @@ Config format (TOML, or a dict of the same shape)::
     name = "bikes-daily"
     d = [90, 365]
 
-Built-in mechanisms: ``report-noisy-max`` (``epsilon`` required, ``noise`` =
-laplace | gumbel | exponential, default gumbel, ``monotonic`` default false).
-Built-in datasets: ``bikes-daily`` (``d`` in [1, 731], default 731;
-sensitivity 1/6946) and ``synthetic-uniform`` (``d``, ``seed`` default 0,
-``population`` default 1000; sensitivity 1/population). Add more with
-:func:`register_sweep_mechanism` and :func:`register_sweep_dataset`.
+Mechanisms: every public mechanism of :mod:`gpuprivacy.mechanisms` that the auditor
+knows, by its name in kebab case (``gpuprivacy sweep --list`` shows them with their
+parameters), run by the study engine (:func:`run_cell`, :func:`run_cells`): data drawn
+on the device, the same datasets for every mechanism and parameter of the sweep
+(:func:`data_key`), privacy parameters traced, trials chunked and split over devices.
+Also the summarising ``report-noisy-max`` cell (``epsilon`` required, ``noise`` =
+laplace | gumbel | exponential, ``monotonic``). Datasets: the distributions of
+:mod:`gpuprivacy.datasets` (``n`` and their parameters as axes, ``fresh`` per trial or
+per cell), ``bikes-daily`` and ``synthetic-uniform``. Optional top-level keys:
+``metrics = [...]`` (registered metrics), ``coverage_radius``, ``exact = true`` (the
+mechanisms' exact error quantities). Add mechanisms, datasets and metrics with
+:func:`register_mechanism`, :func:`register_sweep_dataset` and :func:`register_metric`;
+see docs/studies.md.
 """
 
 from gpuprivacy.sweeps._builtins import report_noisy_max_cell as report_noisy_max_cell  # registers built-ins
