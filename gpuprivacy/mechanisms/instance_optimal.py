@@ -61,6 +61,10 @@ from gpuprivacy.mechanisms._instance_optimal._statistics import (
     piecewise_laplace_quantile_guarantee as piecewise_laplace_quantile_guarantee,
 )
 from gpuprivacy.mechanisms._instance_optimal._smooth_sensitivity import SMOOTH_NOISES as SMOOTH_NOISES
+from gpuprivacy.mechanisms._instance_optimal._smooth_sensitivity import smooth_parameters as smooth_parameters
+from gpuprivacy.mechanisms._instance_optimal._dataset_checks import check_dataset as check_dataset
+from gpuprivacy.mechanisms._instance_optimal._dataset_checks import median_rank as median_rank
+from gpuprivacy.mechanisms._instance_optimal._dataset_checks import quantile_rank as quantile_rank
 from gpuprivacy.mechanisms._instance_optimal._smooth_sensitivity import SmoothSensitivityInfo as SmoothSensitivityInfo
 from gpuprivacy.mechanisms._instance_optimal._smooth_sensitivity import median_smooth_sensitivity as median_smooth_sensitivity
 from gpuprivacy.mechanisms._instance_optimal._smooth_sensitivity import smooth_sensitivity_median as smooth_sensitivity_median

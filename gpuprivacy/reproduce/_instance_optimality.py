@@ -41,9 +41,7 @@ from gpuprivacy import datasets
 from gpuprivacy.mechanisms import instance_optimal as io
 from gpuprivacy.reproduce._plots import require_matplotlib
 from gpuprivacy.reproduce._registry import register_study
-from gpuprivacy.sweeps._mechanisms import builtin_sweepables
-from gpuprivacy.sweeps._metrics import cell_metrics
-from gpuprivacy.sweeps._trials import CellRequest, DataSpec, run_cells
+from gpuprivacy.sweeps import CellRequest, DataSpec, builtin_sweepables, cell_metrics, run_cells
 
 NAME = "durfee2025-piecewise-laplace"
 DOMAIN = (-10.0, 10.0)

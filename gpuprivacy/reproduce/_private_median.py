@@ -40,9 +40,7 @@ from gpuprivacy._progress import Progress
 from gpuprivacy.mechanisms import median
 from gpuprivacy.reproduce._plots import require_matplotlib
 from gpuprivacy.reproduce._registry import register_study
-from gpuprivacy.sweeps import CellRequest, DataSpec, run_cells
-from gpuprivacy.sweeps._mechanisms import TARGETS, builtin_sweepables
-from gpuprivacy.sweeps._trials import plan_chunk
+from gpuprivacy.sweeps import TARGETS, CellRequest, DataSpec, builtin_sweepables, plan_chunk, run_cells
 
 NAME = "tzamos2020-private-median"
 DISTRIBUTIONS = ("uniform", "normal", "cauchy", "laplace", "student_t3", "lower_bound_mixture")

@@ -50,6 +50,10 @@ from gpuprivacy.sweeps._trials import CellTrials as CellTrials
 from gpuprivacy.sweeps._trials import run_cell as run_cell
 from gpuprivacy.sweeps._trials import run_cells as run_cells
 from gpuprivacy.sweeps._trials import CellRequest as CellRequest
+from gpuprivacy.sweeps._trials import plan_chunk as plan_chunk
+from gpuprivacy.sweeps._mechanisms import TARGETS as TARGETS
+from gpuprivacy.sweeps._mechanisms import builtin_sweepables as builtin_sweepables
+from gpuprivacy.sweeps._metrics import cell_metrics as cell_metrics
 from gpuprivacy.sweeps._trials import DataSpec as DataSpec
 from gpuprivacy.sweeps._report import study_report as study_report
 from gpuprivacy.sweeps._registry import register_sweep_dataset as register_sweep_dataset

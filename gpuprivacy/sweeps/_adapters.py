@@ -44,8 +44,7 @@ from gpuprivacy.mechanisms import (
     gaussian_sparse_vector_whitehouse,
     sparse_vector,
 )
-from gpuprivacy.mechanisms._release import Release
-from gpuprivacy.sweeps._mechanisms import SweepableMechanism, make_sweepable
+from gpuprivacy.mechanisms import Release
 
 # --------------------------------------------------------------------------------------------------
 # Oracle statistics by name.
@@ -389,7 +388,7 @@ def blackbox_binary(key, data, *, oracle: str, cutoff: float, epsilon: float, be
 
 # name -> (release, target, batched). The stopping-index mechanisms take the query stream as their data
 # vector already: the public function itself is the release.
-_TABLE = {
+ADAPTERS = {
     "above-threshold": (above_threshold, "first-above-threshold", True),
     "sparse-vector": (sparse_vector, "threshold-answers", True),
     "gaussian-above-threshold": (gaussian_above_threshold, "stopping-time", True),
@@ -412,9 +411,3 @@ _TABLE = {
     "blackbox-estimate-zcdp": (blackbox_estimate_zcdp, "oracle", False),
     "blackbox-binary": (blackbox_binary, "oracle-indicator", False),
 }
-
-
-def adapter_sweepables() -> dict[str, SweepableMechanism]:
-    """The adapted mechanisms as :class:`SweepableMechanism` s, by config name (kebab case of the public name)."""
-    return {name: make_sweepable(release, target=target, name=name, batched=batched)
-            for name, (release, target, batched) in _TABLE.items()}

@@ -46,8 +46,8 @@ import jax
 import jax.numpy as jnp
 
 from gpuprivacy.mechanisms import instance_optimal as io
-from gpuprivacy.mechanisms._instance_optimal._dataset_checks import check_dataset, median_rank, sort_rows
-from gpuprivacy.mechanisms._instance_optimal._smooth_sensitivity import smooth_parameters
+from gpuprivacy._sort import sort
+from gpuprivacy.mechanisms.instance_optimal import check_dataset, median_rank, smooth_parameters
 
 # Bisection steps for the median |error|: the bracket starts at the domain's width and halves each
 # step, so 60 steps leave it below 2^-60 of the width, under float64 resolution for any domain.
@@ -134,7 +134,7 @@ def laplace_median_exact(data, params) -> dict:
     p = _keywords(io.laplace_median, params)
     lower, upper, epsilon = p["lower"], p["upper"], p["epsilon"]
     x = check_dataset(data, lower, upper, p["clip"])
-    med = sort_rows(x)[median_rank(x.shape[0]) - 1]
+    med = sort(x, axis=-1)[median_rank(x.shape[0]) - 1]
     b = (upper - lower) / epsilon
     to_upper, to_lower = upper - med, med - lower
     expected = b - 0.5 * b * (jnp.exp(-to_upper / b) + jnp.exp(-to_lower / b))

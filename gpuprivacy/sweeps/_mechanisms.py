@@ -40,7 +40,7 @@ def _median(x, params):
     # The mechanisms' median is an order statistic, the left one (rank ceil(n/2), 1-based) unless a
     # mechanism is told otherwise (private_median's median_index="floor": rank floor(n/2)); jnp.median
     # would average the two middle values at even n, which no mechanism estimates.
-    from gpuprivacy.mechanisms._instance_optimal._dataset_checks import median_rank
+    from gpuprivacy.mechanisms.instance_optimal import median_rank
 
     n = x.shape[-1]
     rank = n // 2 if params.get("median_index") == "floor" else median_rank(n)
@@ -98,7 +98,7 @@ def _threshold_answers(x, params):
 def _statistic(x, params):
     # The statistic whose local bounds the adapter builds (gpuprivacy/sweeps/_adapters.py), on the data as the
     # mechanism sees them (clipped into [lower, upper]): U_0 = L_0 of those bounds (Durfee 2025, Sec. 3.1).
-    from gpuprivacy.mechanisms._instance_optimal._dataset_checks import median_rank, quantile_rank
+    from gpuprivacy.mechanisms.instance_optimal import median_rank, quantile_rank
 
     x = jnp.clip(x, params["lower"], params["upper"])
     n = x.shape[-1]
@@ -357,9 +357,10 @@ def _builtin_table():
                 break
         out[kebab(fname)] = make_sweepable(fn, target=target, exact=EXACT_ERRORS.get(kebab(fname)))
     # The public mechanisms whose inputs are not one data vector, through their adapters (sweeps/_adapters.py).
-    from gpuprivacy.sweeps._adapters import adapter_sweepables
+    from gpuprivacy.sweeps._adapters import ADAPTERS
 
-    out.update(adapter_sweepables())
+    for name, (release, target, batched) in ADAPTERS.items():
+        out[name] = make_sweepable(release, target=target, name=name, batched=batched)
     return out
 
 

@@ -103,7 +103,9 @@ class SmoothSensitivityInfo(NamedTuple):
 
 
 def smooth_parameters(epsilon: float, noise: str, delta: float | None) -> tuple[float, float]:
-    """``(alpha, beta)`` of the admissible noise (module docstring)."""
+    """``(alpha, beta)`` of the admissible noise that ``smooth_sensitivity_median`` calibrates with (NRS07 Def 2.5):
+    Cauchy noise ``(epsilon/6, epsilon/6)`` (pure DP), Laplace noise ``(epsilon/2, epsilon/(2 ln(2/delta)))``
+    (Lemma 2.9). The release is ``median + (S*_beta / alpha) Z``."""
     if noise == "cauchy":
         return epsilon / 6.0, epsilon / 6.0
     return epsilon / 2.0, epsilon / (2.0 * math.log(2.0 / delta))
