@@ -304,24 +304,21 @@ def _study_rows(block: list, chunk, bar) -> list[dict]:
         exact = bool(block[0].options.get("exact", False))
         trials = run_cells(requests, data, block[0].num_trials, data_key=key, chunk=chunk, progress=bar, exact=exact)
         return [_study_row(cell, request.mechanism, data, t) for cell, request, t in zip(block, requests, trials)]
-    except _INFEASIBLE:
+    except _INFEASIBLE as err:
         if len(block) == 1:
-            return [_infeasible_row(block[0], data, requests[0].mechanism)]
+            return [_infeasible_row(block[0], data, requests[0].mechanism, err)]
     rows = []
     for cell, request in zip(block, requests):
         try:
             (t,) = run_cells([request], data, cell.num_trials, data_key=key, chunk=chunk,
                              exact=bool(cell.options.get("exact", False)))
             rows.append(_study_row(cell, request.mechanism, data, t))
-        except _INFEASIBLE:
-            rows.append(_infeasible_row(cell, data, request.mechanism))
+        except _INFEASIBLE as err:
+            rows.append(_infeasible_row(cell, data, request.mechanism, err))
     return rows
 
 
-def _infeasible_row(cell: SweepCell, data: DataSpec, mechanism) -> dict:
-    import sys
-
-    err = sys.exc_info()[1]
+def _infeasible_row(cell: SweepCell, data: DataSpec, mechanism, err: Exception) -> dict:
     message = f"{type(err).__name__}: {err}".strip()
     return {"n": data.n, "status": "infeasible", "error": message[:2000], "guarantee": None,
             "target": mechanism.target, "population_value": None, "chunk": None, "devices": None,
