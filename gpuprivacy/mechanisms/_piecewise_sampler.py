@@ -59,9 +59,9 @@ def choose_piece(uniform: Array, log_mass: Array) -> Array:
     ``log_cdf[j] >= log(U) + log_cdf[-1]``; a piece of mass 0 repeats the previous cumulative
     value and is never the first to reach it, and the target is never ``-inf``.
     """
-    log_cdf = jax.lax.cumlogsumexp(log_mass)
-    target = jnp.log(uniform) + log_cdf[-1]
-    index = jnp.searchsorted(log_cdf, target, side="left")
+    top = jnp.max(log_mass)
+    cdf = jnp.cumsum(jnp.exp(log_mass - jnp.where(jnp.isfinite(top), top, 0.0)))
+    index = jnp.searchsorted(cdf, uniform * cdf[-1], side="left")
     return jnp.minimum(index, log_mass.shape[0] - 1)
 
 

@@ -207,6 +207,10 @@ class SweepableMechanism(NamedTuple):
         keeps it in :attr:`CellTrials.exact <gpuprivacy.sweeps.CellTrials>`.
       batched: False for a mechanism that cannot be traced (host-side code): the engine then
         draws the data batched on the device and calls the mechanism once per trial.
+      order_invariant: True when the release (for the same key) and the target depend on the data
+        only through its sorted values, bitwise: the engine then sorts each dataset once for all
+        such mechanisms of a block, and their own sorts of sorted data cost a linear check
+        (tested for every built-in so marked: release(key, x) == release(key, sort(x))).
     """
 
     name: str
@@ -216,6 +220,7 @@ class SweepableMechanism(NamedTuple):
     description: str
     exact: Callable | None = None
     batched: bool = True
+    order_invariant: bool = False
 
 
 def kebab(name: str) -> str:
@@ -303,7 +308,7 @@ def _data_positional(fn: Callable) -> bool:
 
 def make_sweepable(release: Callable, *, target: str, name: str | None = None,
                    description: str = "", exact: Callable | None = None,
-                   batched: bool = True) -> SweepableMechanism:
+                   batched: bool = True, order_invariant: bool = False) -> SweepableMechanism:
     """A :class:`SweepableMechanism` for ``release(key, data, **params) -> Release``.
 
     Args:
@@ -315,6 +320,9 @@ def make_sweepable(release: Callable, *, target: str, name: str | None = None,
       exact: optional ``(data, params) -> {name: scalar}`` in jnp, exact per-dataset quantities of the
         release's error (see :class:`SweepableMechanism`).
       batched: False if ``release`` cannot be traced under ``jax.vmap`` (it then runs once per trial).
+      order_invariant: True if ``release(key, x)`` equals ``release(key, sort(x))`` bitwise for every
+        dataset (it sorts first, and never sums in data order) and the target is an order statistic;
+        the engine then hands it sorted data (see :class:`SweepableMechanism`).
     """
     if not callable(release):
         raise TypeError(f"release must be a mechanism (key, data, *, params) -> Release, got {release!r}.")
@@ -329,7 +337,7 @@ def make_sweepable(release: Callable, *, target: str, name: str | None = None,
     if exact is not None and not callable(exact):
         raise TypeError(f"exact must be a function (data, params) -> dict of scalars, got {exact!r}.")
     return SweepableMechanism(name, release, target, signature_parameters(release), description, exact,
-                              bool(batched))
+                              bool(batched), bool(order_invariant))
 
 
 def _builtin_table():
@@ -348,6 +356,9 @@ def _builtin_table():
     }
     from gpuprivacy.sweeps._exact import EXACT_ERRORS
 
+    # Order statistics of sorted data, nothing summed in data order (tests/sweeps/test_cell_blocks.py checks
+    # release(key, x) == release(key, sort(x)) for each): the engine may hand them sorted data.
+    order_invariant = {name for name, target in targets.items() if target in ("median", "quantile")}
     out = {}
     for fname, target in targets.items():
         fn = None
@@ -355,7 +366,8 @@ def _builtin_table():
             fn = getattr(namespace, fname, None)
             if fn is not None:
                 break
-        out[kebab(fname)] = make_sweepable(fn, target=target, exact=EXACT_ERRORS.get(kebab(fname)))
+        out[kebab(fname)] = make_sweepable(fn, target=target, exact=EXACT_ERRORS.get(kebab(fname)),
+                                           order_invariant=fname in order_invariant)
     # The public mechanisms whose inputs are not one data vector, through their adapters (sweeps/_adapters.py).
     from gpuprivacy.sweeps._adapters import ADAPTERS
 

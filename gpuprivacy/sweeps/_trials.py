@@ -29,6 +29,7 @@ import numpy as np
 from jax.sharding import Mesh, PartitionSpec
 
 from gpuprivacy._memory import chunk_budget_bytes
+from gpuprivacy._sort import sort
 from gpuprivacy.mechanisms import batched_implementation, guarantee_of
 from gpuprivacy.sweeps._mechanisms import TARGETS, SweepableMechanism
 
@@ -215,17 +216,23 @@ def _compiled(cache_key, build, example_args):
     return program, time.perf_counter() - start
 
 
-def _draw_program(data: DataSpec, chunk: int, mesh: Mesh, example_args):
-    """Draws a chunk of trials' datasets, ``[chunk, n]``, each device its own rows. Shared by every mechanism."""
-    cache_key = ("draw", data.name, id(data.distribution), data.n, data.fresh, chunk, _devices(mesh))
+def _draw_program(data: DataSpec, chunk: int, mesh: Mesh, example_args, with_sorted: bool):
+    """Draws a chunk of trials' datasets, ``[chunk, n]``, each device its own rows. Shared by every mechanism.
+
+    Returns ``(x, sorted x)`` with ``with_sorted`` (for the order-invariant mechanisms of the block: one sort
+    for all of them, and their own sorts of sorted rows cost a linear check), else ``(x,)``.
+    """
+    cache_key = ("draw", data.name, id(data.distribution), data.n, data.fresh, chunk, with_sorted, _devices(mesh))
 
     def build():
         draw = _draw_fn(data)
 
         def per_device(keys, dist_params, fixed):
-            return jax.vmap(draw, in_axes=(0, None, None))(keys, dist_params, fixed)
+            x = jax.vmap(draw, in_axes=(0, None, None))(keys, dist_params, fixed)
+            return (x, sort(x, axis=-1)) if with_sorted else (x,)
+        out_specs = (_SHARDED, _SHARDED) if with_sorted else (_SHARDED,)
         return jax.shard_map(per_device, mesh=mesh, in_specs=(_SHARDED, _REPLICATED, _REPLICATED),
-                             out_specs=_SHARDED, check_vma=False)
+                             out_specs=out_specs, check_vma=False)
     return _compiled(cache_key, build, example_args)
 
 
@@ -358,7 +365,8 @@ def run_cells(requests, data: DataSpec, num_trials: int, *, data_key: jax.Array 
         data_keys = jax.vmap(lambda i: jax.random.fold_in(data_key, i))(jnp.arange(padded, dtype=jnp.uint32))
     dist_params = {k: jnp.asarray(v, jnp.float64) for k, v in data.params.items()}
     fixed_arg = fixed if fixed is not None else jnp.zeros((data.n,), jnp.float64)
-    draw, draw_compile = _draw_program(data, chunk, mesh, (data_keys[:chunk], dist_params, fixed_arg))
+    with_sorted = any(req.mechanism.order_invariant for req in requests)
+    draw, draw_compile = _draw_program(data, chunk, mesh, (data_keys[:chunk], dist_params, fixed_arg), with_sorted)
     x_example = jax.ShapeDtypeStruct((chunk, data.n), jnp.float64)
     compile_s = [draw_compile / len(requests)] * len(requests)
     programs = {}
@@ -383,12 +391,13 @@ def run_cells(requests, data: DataSpec, num_trials: int, *, data_key: jax.Array 
     guarantees = [plan[4] for plan in plans]
     for start in range(0, padded, chunk):
         t0 = time.perf_counter()
-        x = draw(data_keys[start:start + chunk], dist_params, fixed_arg)
+        drawn = draw(data_keys[start:start + chunk], dist_params, fixed_arg)
         draw_s = time.perf_counter() - t0
         for group, members in groups.items():
             t0 = time.perf_counter()
             mode, hook, _, _, _ = plans[members[0]]
             run, stacked, group_keys = programs[group]
+            x = drawn[-1] if requests[members[0]].mechanism.order_invariant else drawn[0]
             if mode == "program":
                 out = jax.tree_util.tree_map(np.asarray, run(group_keys[:, start:start + chunk], x, stacked))
                 for j, m in enumerate(members):

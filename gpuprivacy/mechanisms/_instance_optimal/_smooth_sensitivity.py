@@ -163,49 +163,68 @@ def _largest_weighted_gap(padded, weights, rank, max_distance):
     levels = (num_rows - 1).bit_length()
     span = 1 << levels
     split, first, last = (jnp.full(span + 1, num_cols - 1).at[0].set(v[0]) for v in (argmax0, first0, last0))
-    # Level l does the rows (2q + 1) * half, half = span / 2^(l+1), q < count (the real ones are a prefix);
-    # one loop body with the last level's width, so the program does not grow with the number of levels.
-    count = num_rows // 2
-    size = num_cols - 1 + 2 * count
-    q = jnp.arange(count)
-    place = jnp.arange(size)
+    # Level l does the rows (2q + 1) * half, half = span / 2^(l+1), q < min(2^l, num_rows // 2) (the real
+    # ones are a prefix). The levels run in a few phases, each one loop body with the width of its last
+    # level: the early levels, with few rows, do not pay for the last level's width, and the program does
+    # not grow with the number of levels.
     every = jnp.arange(span + 1)
 
-    def level(index, carry):
-        split, first, last, best = carry
-        half = span >> (index + 1)
-        rows = (2 * q + 1) * half
-        real = rows < num_rows
-        above, below = jnp.minimum(rows - half, span), jnp.minimum(rows + half, span)  # done, or the sentinel
-        # Row q needs columns first[above]..last[below]; consecutive rows overlap by their shared neighbour's
-        # span, so the total is num_cols - 1 + count + the spans. Past `size` (many near ties), fall back to
-        # split[above]..split[below], consecutive rows sharing one column: at most num_cols - 1 + count.
-        lo = first[above]
-        hi = jnp.maximum(last[below], lo)  # equal but for rounding (spans are clipped to rows' columns)
-        fits = jnp.sum(jnp.where(real, hi - lo + 1, 0)) <= size
-        lo, hi = jnp.where(fits, lo, split[above]), jnp.where(fits, hi, split[below])
-        length = jnp.where(real, hi - lo + 1, 0)
-        starts = jnp.cumsum(length) - length
-        owner = jnp.cumsum(jnp.zeros(size, int).at[starts].add(1, mode="drop")) - 1
-        offset = place - starts[owner]
-        inside = offset < length[owner]
-        col = lo[owner] + offset
-        vals = jnp.where(inside, values(jnp.minimum(rows, num_rows - 1)[owner], col), -jnp.inf)
-        row_max, row_arg, row_first, row_last = _row_summaries(vals, owner, col, inside, count)
-        row_arg = jnp.clip(row_arg, lo, hi)
-        # Write row q's results at (2q + 1) * half; a select, not a scatter, which vmap would make strided.
-        new = (every % (2 * half) == half) & (every < num_rows)
-        source = jnp.minimum(every // (2 * half), count - 1)
+    def level_of_width(count):
+        size = num_cols - 1 + 2 * count
+        q = jnp.arange(count)
+        place = jnp.arange(size)
 
-        def write(table, values):
-            return jnp.where(new, values[source], table)
+        def level(index, carry):
+            split, first, last, best = carry
+            half = span >> (index + 1)
+            rows = (2 * q + 1) * half
+            real = rows < num_rows
+            above, below = jnp.minimum(rows - half, span), jnp.minimum(rows + half, span)  # done, or the sentinel
+            # Row q needs columns first[above]..last[below]; consecutive rows overlap by their shared
+            # neighbour's span, so the total is num_cols - 1 + count + the spans. Past `size` (many near ties),
+            # fall back to split[above]..split[below], consecutive rows sharing one column: at most
+            # num_cols - 1 + count.
+            lo = first[above]
+            hi = jnp.maximum(last[below], lo)  # equal but for rounding (spans are clipped to rows' columns)
+            fits = jnp.sum(jnp.where(real, hi - lo + 1, 0)) <= size
+            lo, hi = jnp.where(fits, lo, split[above]), jnp.where(fits, hi, split[below])
+            length = jnp.where(real, hi - lo + 1, 0)
+            starts = jnp.cumsum(length) - length
+            owner = jnp.cumsum(jnp.zeros(size, int).at[starts].add(1, mode="drop")) - 1
+            offset = place - starts[owner]
+            inside = offset < length[owner]
+            col = lo[owner] + offset
+            vals = jnp.where(inside, values(jnp.minimum(rows, num_rows - 1)[owner], col), -jnp.inf)
+            row_max, row_arg, row_first, row_last = _row_summaries(vals, owner, col, inside, count)
+            row_arg = jnp.clip(row_arg, lo, hi)
+            # Write row q's results at (2q + 1) * half; a select, not a scatter, which vmap would make strided.
+            new = (every % (2 * half) == half) & (every < num_rows)
+            source = jnp.minimum(every // (2 * half), count - 1)
 
-        split = write(split, jnp.clip(row_arg, split[above], split[below]))
-        first = write(first, jnp.clip(jnp.minimum(row_first, row_arg), lo, hi))
-        last = write(last, jnp.clip(jnp.maximum(row_last, row_arg), lo, hi))
-        return split, first, last, jnp.maximum(best, jnp.max(row_max))
+            def write(table, values):
+                return jnp.where(new, values[source], table)
 
-    return jax.lax.fori_loop(0, levels, level, (split, first, last, best[0]))[3]
+            split = write(split, jnp.clip(row_arg, split[above], split[below]))
+            first = write(first, jnp.clip(jnp.minimum(row_first, row_arg), lo, hi))
+            last = write(last, jnp.clip(jnp.maximum(row_last, row_arg), lo, hi))
+            return split, first, last, jnp.maximum(best, jnp.max(row_max))
+        return level
+
+    carry = (split, first, last, best[0])
+    for begin, end in _phases(levels):
+        count = min(1 << (end - 1), num_rows // 2)
+        carry = jax.lax.fori_loop(begin, end, level_of_width(count), carry)
+    return carry[3]
+
+
+def _phases(levels: int) -> list[tuple[int, int]]:
+    """Level ranges ``[begin, end)`` run as one loop each: all but the last two levels, then each of those.
+
+    Level l has at most 2^l rows, so a phase's width is set by its last level: with L levels the
+    products computed fall from L (C + R) to about (L - 2)(C + R / 4) + 2 C + 1.5 R.
+    """
+    cuts = sorted({0, max(0, levels - 2), max(0, levels - 1), levels})
+    return [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
 
 
 # On CPU, vmap runs the kernel over chunks of about this many values (trials x n) at a time, in sequence.
