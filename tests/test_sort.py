@@ -73,6 +73,29 @@ def test_signed_zeros_and_nans_keep_their_input_order_and_bits():
     assert_bitwise(jax.vmap(_sort.sort)(jnp.asarray(x.reshape(8, -1))), jnp.sort(jnp.asarray(x.reshape(8, -1))))
 
 
+def test_sorted_rows_are_copied_bitwise():
+    """Already-sorted rows skip the sort (a linear check): still jnp.sort's output, bits included."""
+    rng = np.random.default_rng(5)
+    rows = np.sort(rng.standard_normal((4, LARGE)), axis=1)
+    middle = int(np.searchsorted(rows[0], 0.0))
+    rows[0, middle - 2:middle + 2] = [-0.0, 0.0, -0.0, 0.0]  # nondecreasing with signed zeros in input order
+    rows[1] = np.round(rows[1])  # ties
+    assert _sort._already_sorted(rows, -1)
+    assert_bitwise(_sort.sort(jnp.asarray(rows)), jnp.sort(jnp.asarray(rows)))
+    # A NaN, a descent in the last row only, or the first row unsorted: the full sort, still bitwise.
+    for spoil in ("nan", "last", "first"):
+        bad = rows.copy()
+        if spoil == "nan":
+            bad[2, 5] = np.nan
+        elif spoil == "last":
+            bad[3, [7, 8]] = bad[3, [8, 7]] + [0.0, 1e-9]
+        else:
+            bad[0, [100, 200]] = bad[0, [200, 100]]
+        assert not _sort._already_sorted(bad, -1)
+        assert_bitwise(_sort.sort(jnp.asarray(bad)), jnp.sort(jnp.asarray(bad)))
+    assert_bitwise(_sort.sort(jnp.asarray(rows.T), axis=0), jnp.sort(jnp.asarray(rows.T), axis=0))
+
+
 @pytest.mark.parametrize("make", CASES)
 @pytest.mark.parametrize("row", [SMALL, LARGE])
 def test_vmap_and_nested_vmap(make, row):

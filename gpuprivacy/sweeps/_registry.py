@@ -119,7 +119,7 @@ def register_sweep_dataset(name: str, fn: SweepDatasetFn, *,
 
 
 def register_mechanism(release: Callable, *, target: str, name: str | None = None, description: str = "",
-                       replace: bool = False) -> str:
+                       replace: bool = False, order_invariant: bool = False) -> str:
     """Makes a mechanism ``release(key, data, **params) -> Release`` sweepable, in one call.
 
     Its keyword-only parameters (typed by their annotations) become the config's keys and are
@@ -127,6 +127,11 @@ def register_mechanism(release: Callable, *, target: str, name: str | None = Non
     batched on the devices and reports the metrics of :mod:`gpuprivacy.sweeps` against ``target``
     (``"median"``, ``"quantile"``, ``"clipped-mean"``, ``"argmax"`` or ``"identity"``).
     Returns the name configs use (default: the function's name in kebab case).
+
+    ``order_invariant=True`` says that ``release(key, x)`` equals ``release(key, sort(x))`` bitwise
+    for every dataset (it sorts first and sums nothing in data order) and the target is an order
+    statistic: the engine then sorts each dataset once for all such mechanisms of a block (see
+    :func:`gpuprivacy.sweeps.make_sweepable`). A wrong claim changes the results, not the guarantee.
 
     Examples:
       >>> import jax.numpy as jnp
@@ -140,7 +145,8 @@ def register_mechanism(release: Callable, *, target: str, name: str | None = Non
     """
     from gpuprivacy.sweeps._mechanisms import make_sweepable
 
-    sweepable = make_sweepable(release, target=target, name=name, description=description)
+    sweepable = make_sweepable(release, target=target, name=name, description=description,
+                               order_invariant=order_invariant)
     # A mechanism run per trial takes its own sensitivity (no dataset-declared constants): nothing reserved.
     _register("mechanism", _MECHANISMS, sweepable.name, release, sweepable.parameters, sweepable.description,
               replace, reserved=())

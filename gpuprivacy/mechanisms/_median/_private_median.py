@@ -96,7 +96,7 @@ def sample_pieces(key, table: PieceTable, cfg: MedianConfig):
     """Algorithm 7 in log space (Tzamos et al. 2020, Algorithm 7), by the shared exact piece sampler.
 
     :func:`gpuprivacy.mechanisms._piecewise_sampler.sample_piecewise`: the piece by inverse CDF on
-    the cumulative log-masses (``lax.cumlogsumexp``; trailing padding with -inf mass never changes
+    the log-masses shifted by their maximum (trailing padding with -inf mass never changes
     the draw), then the truncated-exponential inverse CDF inside the piece, started at the piece's
     higher end (mirrored for positive slopes).
 
