@@ -106,7 +106,7 @@ def _already_sorted(x: np.ndarray, axis: int) -> bool:
     head = [slice(None)] * x.ndim
     tail = list(head)
     head[axis], tail[axis] = slice(None, -1), slice(1, None)
-    first = np.moveaxis(x, axis, -1).reshape(-1, x.shape[axis])[0]
+    first = x[tuple(slice(None) if d == axis % x.ndim else 0 for d in range(x.ndim))]  # a view, no copy
     if not np.all(first[1:] >= first[:-1]):  # unsorted data: found in one row, not the batch
         return False
     return bool(np.all(x[tuple(tail)] >= x[tuple(head)]))

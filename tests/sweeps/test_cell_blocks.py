@@ -159,6 +159,11 @@ def test_a_mechanism_with_its_own_batched_driver_gets_the_same_keys_and_data():
         assert float(out.values[i]) == float(median.private_median(mechanism_key, x, **params).value)
 
 
+def first_record(key, data, *, epsilon: float):
+    """Order-dependent on purpose: the first record plus noise."""
+    return instance_optimal.laplace_median(key, data[:1], epsilon=epsilon, lower=-5.0, upper=5.0, clip=True)
+
+
 ORDER_INVARIANT_PARAMS = {
     "private-median": dict(epsilon=1.0, min_density=0.15, radius=1.0, median_bound=10.0),
     "piecewise-laplace-quantile": dict(quantile=0.3, epsilon=1.0, **PARAMS),
@@ -191,20 +196,12 @@ def test_mechanisms_marked_order_invariant_release_the_same_on_sorted_data():
         sizes = (301, 1001) if name == "private-median" else (9, 64, 301)  # its typical set needs n in the 100s
         assert _same_release_on_sorted_data(mech, params, sizes=sizes), name
 
-    def first_record(key, data, *, epsilon: float):
-        """Order-dependent on purpose: the first record plus noise."""
-        return instance_optimal.laplace_median(key, data[:1], epsilon=epsilon, lower=-5.0, upper=5.0, clip=True)
-
     assert not _same_release_on_sorted_data(make_sweepable(first_record, target="median"), dict(epsilon=1.0))
 
 
 def test_a_block_sorts_once_for_order_invariant_mechanisms_only():
     """An order-invariant mechanism and an order-dependent one share a block: the block's draw program sorts
     the data once (for the first), the second still gets the data as drawn; each equals its cell alone."""
-
-    def first_record(key, data, *, epsilon: float):
-        """Order-dependent on purpose: the first record plus noise."""
-        return instance_optimal.laplace_median(key, data[:1], epsilon=epsilon, lower=-5.0, upper=5.0, clip=True)
 
     dependent = make_sweepable(first_record, target="median", name="first-record-test")
     invariant = builtin_sweepables()["piecewise-laplace-median"]
