@@ -334,9 +334,10 @@ def test_sparse_vector_uniform_schedule_caps_the_number_of_runs(key):
 
 
 def test_sparse_vector_paper_mode_warns_and_reports_the_union_delta(key):
-    with pytest.warns(mechanisms.PaperModeWarning):
+    with pytest.warns(mechanisms.PaperModeWarning) as caught:
         release = mechanisms.gaussian_sparse_vector(key, np.array([0.9, 0.9, 0.1]), epsilon=50.0, delta=1e-4,
                                                     paper_mode=True, **CLEAR)
+    assert sum(issubclass(w.category, mechanisms.PaperModeWarning) for w in caught) == 1  # once per call
     assert int(release.info.num_runs) == 3
     assert float(release.info.delta_used) == pytest.approx(3e-4, rel=1e-12)
     with pytest.warns(mechanisms.PaperModeWarning):

@@ -216,6 +216,45 @@ def test_vmap_computes_each_trial_as_alone():
     np.testing.assert_array_equal(jax.vmap(lambda beta: one(x[2], beta))(b), alone[2])
 
 
+def _count(closed_jaxpr, primitive):
+    """How many equations of ``primitive`` the jaxpr holds, sub-jaxprs (loops, jit calls) included."""
+    count = 0
+
+    def visit(jaxpr):
+        nonlocal count
+        for eqn in jaxpr.eqns:
+            count += eqn.primitive.name == primitive
+            for param in eqn.params.values():
+                for sub in param if isinstance(param, (tuple, list)) else (param,):
+                    if isinstance(sub, jax.extend.core.ClosedJaxpr):
+                        visit(sub.jaxpr)
+                    elif isinstance(sub, jax.extend.core.Jaxpr):
+                        visit(sub)
+
+    visit(closed_jaxpr.jaxpr)
+    return count
+
+
+@pytest.mark.skipif(jax.default_backend() != "cpu", reason="the chunked loop is the CPU path")
+def test_cpu_chunks_of_a_batch_they_do_not_divide(monkeypatch):
+    """On CPU a batch runs in equal chunks: 7 trials in chunks of at most 3 (3 steps of 3, 2 padding trials
+    dropped) equal the trials alone, and the program holds the kernel's level loops once, as for 6 trials
+    (``lax.map(batch_size=3)`` traced a second copy for the remainder: 7 loops instead of 4, compiled twice)."""
+    n = 64
+    monkeypatch.setattr(_smooth_sensitivity, "_CPU_CHUNK_VALUES", 3 * n)
+    x = np.sort(np.random.default_rng(5).uniform(LOWER, UPPER, (7, n)), axis=1)
+
+    def batched(d):
+        return jax.vmap(lambda row: io.median_smooth_sensitivity(row, beta=0.2, lower=LOWER, upper=UPPER))(d)
+
+    alone = [float(io.median_smooth_sensitivity(row, beta=0.2, lower=LOWER, upper=UPPER)) for row in x]
+    np.testing.assert_array_equal(jax.jit(batched)(x), alone)
+    # Loops (fori_loop with static bounds and lax.map are both scans): the kernel's level phases, plus the map.
+    single = _count(jax.make_jaxpr(lambda row: io.median_smooth_sensitivity(row, beta=0.2, lower=LOWER,
+                                                                            upper=UPPER))(x[0]), "scan")
+    assert _count(jax.make_jaxpr(batched)(x), "scan") == _count(jax.make_jaxpr(batched)(x[:6]), "scan") == single + 1
+
+
 def test_nan_reaching_the_kernel_gives_nan_as_the_definition_does():
     x = np.array([1.0, 2.0, np.nan, 4.0, 5.0])  # traced data skip the eager NaN check
     got = jax.jit(lambda d: io.median_smooth_sensitivity(d, beta=0.1, lower=LOWER, upper=UPPER))(x)

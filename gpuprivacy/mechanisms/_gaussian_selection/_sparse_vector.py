@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import math
+import warnings
 from typing import NamedTuple
 
 import jax
@@ -38,6 +39,7 @@ from gpuprivacy.accounting import ApproxDP, zhu_wang_at_epsilon
 from gpuprivacy.mechanisms._common import check_bool, check_choice, check_scores, unit_noise
 from gpuprivacy.mechanisms._gaussian_selection._filters import (
     DELTA_SCHEDULES,
+    PaperModeWarning,
     self_reporting_filter_admit,
     self_reporting_filter_charge,
     self_reporting_filter_deltas,
@@ -317,8 +319,10 @@ def gaussian_sparse_vector(key: Key, queries: Array, *, threshold: float, sigma_
                                  lower=lower, upper=upper, epsilon=epsilon, delta=delta, schedule=schedule,
                                  max_instances=max_instances, query_cap=query_cap, paper_mode=paper_mode,
                                  num_queries=num_queries)
-    run_delta = self_reporting_filter_deltas(num_queries, delta=delta, schedule=schedule, max_steps=max_instances,
-                                             paper_mode=paper_mode)
+    with warnings.catch_warnings():  # the guarantee above has warned about paper_mode: once per call
+        warnings.simplefilter("ignore", PaperModeWarning)
+        run_delta = self_reporting_filter_deltas(num_queries, delta=delta, schedule=schedule,
+                                                 max_steps=max_instances, paper_mode=paper_mode)
     run_epsilon = _run_epsilons(run_delta, sigma_threshold, sigma_query, threshold, sensitivity, lower, "markov",
                                 num_queries if query_cap else None)
     # delta_prime / delta_double_prime are Whitehouse-only; FSRC ignores the placeholders 0.5 and 0.0.
