@@ -157,17 +157,17 @@ def _largest_weighted_gap(padded, weights, rank, max_distance):
     col0 = jnp.arange(num_cols)
     row0 = values(jnp.zeros(num_cols, int), col0)
     best, argmax0, first0, last0 = _row_summaries(row0, jnp.zeros(num_cols, int), col0, col0 >= 0, 1)
-    # Per row done so far, state[r] = (split, first, last): `split`, its argmax clipped to its neighbours'
-    # (nondecreasing by construction), and `first`/`last`, the span of its near-tied columns. Row `span`
-    # (>= num_rows) is a sentinel at the last column. One [span + 1, 3] table: a level reads its rows'
-    # neighbours with two gathers and writes its rows with one scatter.
+    # Per row done so far: `split`, its argmax clipped to its neighbours' (nondecreasing by construction),
+    # and `first`/`last`, the span of its near-tied columns. Row `span` (>= num_rows) is a sentinel at the
+    # last column.
     levels = (num_rows - 1).bit_length()
     span = 1 << levels
-    state = jnp.stack([jnp.full(span + 1, num_cols - 1).at[0].set(v[0]) for v in (argmax0, first0, last0)], axis=-1)
+    split, first, last = (jnp.full(span + 1, num_cols - 1).at[0].set(v[0]) for v in (argmax0, first0, last0))
     # Level l does the rows (2q + 1) * half, half = span / 2^(l+1), q < min(2^l, num_rows // 2) (the real
     # ones are a prefix). The levels run in a few phases, each one loop body with the width of its last
     # level: the early levels, with few rows, do not pay for the last level's width, and the program does
     # not grow with the number of levels.
+    every = jnp.arange(span + 1)
 
     def level_of_width(count):
         size = num_cols - 1 + 2 * count
@@ -175,20 +175,19 @@ def _largest_weighted_gap(padded, weights, rank, max_distance):
         place = jnp.arange(size)
 
         def level(index, carry):
-            state, best = carry
+            split, first, last, best = carry
             half = span >> (index + 1)
             rows = (2 * q + 1) * half
             real = rows < num_rows
             above, below = jnp.minimum(rows - half, span), jnp.minimum(rows + half, span)  # done, or the sentinel
-            (split_above, first_above, _), (split_below, _, last_below) = state[above].T, state[below].T
             # Row q needs columns first[above]..last[below]; consecutive rows overlap by their shared
             # neighbour's span, so the total is num_cols - 1 + count + the spans. Past `size` (many near ties),
             # fall back to split[above]..split[below], consecutive rows sharing one column: at most
             # num_cols - 1 + count.
-            lo = first_above
-            hi = jnp.maximum(last_below, lo)  # equal but for rounding (spans are clipped to rows' columns)
+            lo = first[above]
+            hi = jnp.maximum(last[below], lo)  # equal but for rounding (spans are clipped to rows' columns)
             fits = jnp.sum(jnp.where(real, hi - lo + 1, 0)) <= size
-            lo, hi = jnp.where(fits, lo, split_above), jnp.where(fits, hi, split_below)
+            lo, hi = jnp.where(fits, lo, split[above]), jnp.where(fits, hi, split[below])
             length = jnp.where(real, hi - lo + 1, 0)
             starts = jnp.cumsum(length) - length
             owner = jnp.cumsum(jnp.zeros(size, int).at[starts].add(1, mode="drop")) - 1
@@ -198,18 +197,24 @@ def _largest_weighted_gap(padded, weights, rank, max_distance):
             vals = jnp.where(inside, values(jnp.minimum(rows, num_rows - 1)[owner], col), -jnp.inf)
             row_max, row_arg, row_first, row_last = _row_summaries(vals, owner, col, inside, count)
             row_arg = jnp.clip(row_arg, lo, hi)
-            done = jnp.stack([jnp.clip(row_arg, split_above, split_below),
-                              jnp.clip(jnp.minimum(row_first, row_arg), lo, hi),
-                              jnp.clip(jnp.maximum(row_last, row_arg), lo, hi)], axis=-1)
-            state = state.at[jnp.where(real, rows, span + 1)].set(done, mode="drop")  # padding rows: dropped
-            return state, jnp.maximum(best, jnp.max(row_max))
+            # Write row q's results at (2q + 1) * half; a select, not a scatter, which vmap would make strided.
+            new = (every % (2 * half) == half) & (every < num_rows)
+            source = jnp.minimum(every // (2 * half), count - 1)
+
+            def write(table, values):
+                return jnp.where(new, values[source], table)
+
+            split = write(split, jnp.clip(row_arg, split[above], split[below]))
+            first = write(first, jnp.clip(jnp.minimum(row_first, row_arg), lo, hi))
+            last = write(last, jnp.clip(jnp.maximum(row_last, row_arg), lo, hi))
+            return split, first, last, jnp.maximum(best, jnp.max(row_max))
         return level
 
-    carry = (state, best[0])
+    carry = (split, first, last, best[0])
     for begin, end in _phases(levels):
         count = min(1 << (end - 1), num_rows // 2)
         carry = jax.lax.fori_loop(begin, end, level_of_width(count), carry)
-    return carry[1]
+    return carry[3]
 
 
 def _phases(levels: int) -> list[tuple[int, int]]:
