@@ -10,11 +10,19 @@ programs each compiled.
     python experiments/bench_study.py --quick        # 4 x 3 x 2 x 3 cells, 1000 trials (minutes on 2 cores)
     python experiments/bench_study.py                # the issue's 4 x 6 x 4 x 3 cells at 10^4 trials
     python experiments/bench_study.py --gpu          # 10^5 trials per cell
+
+``--split`` also times where the engine's run goes: compiling, drawing (and sorting) the datasets, each
+mechanism's programs, and the rest (planning, guarantees, metrics, writing rows). The mechanism programs
+are the work that depends on each cell's epsilon, which the baseline must do as well, so
+``baseline / mechanism programs`` bounds the ratio of an engine that cost nothing else (printed as
+``bound_free_engine``). The split blocks on each program call (the engine does too: it copies each chunk's
+results to the host before the next).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import pathlib
@@ -81,6 +89,47 @@ def baseline(cells):
     return time.perf_counter() - start, compiled, compile_s
 
 
+class _EngineSplit:
+    """Times the engine's compiling, dataset draws and mechanism programs while active (wraps its program
+    builders; each call blocks until its results are ready)."""
+
+    def __enter__(self):
+        self.seconds = {"compiling": 0.0, "drawing": 0.0}
+        self._saved = _trials._draw_program, _trials._mechanism_program
+        draw_program, mechanism_program = self._saved
+
+        def timed(part, program):
+            def run(*args):
+                start = time.perf_counter()
+                out = jax.block_until_ready(program(*args))
+                self.seconds[part] = self.seconds.get(part, 0.0) + time.perf_counter() - start
+                return out
+            return run
+
+        def draw(*args, **kwargs):
+            program, seconds = draw_program(*args, **kwargs)
+            self.seconds["compiling"] += seconds
+            return timed("drawing", program), seconds
+
+        def mechanism(mech, *args, **kwargs):
+            program, seconds = mechanism_program(mech, *args, **kwargs)
+            self.seconds["compiling"] += seconds
+            return timed(mech.name, program), seconds
+
+        _trials._draw_program, _trials._mechanism_program = draw, mechanism
+        return self
+
+    def __exit__(self, *exc):
+        _trials._draw_program, _trials._mechanism_program = self._saved
+
+    def result(self, total, baseline):
+        mechanisms = sum(v for k, v in self.seconds.items() if k not in ("compiling", "drawing"))
+        split = {k: round(v, 2) for k, v in self.seconds.items()}
+        split["rest"] = round(total - sum(self.seconds.values()), 2)
+        return {"split_s": split, "mechanism_programs_s": round(mechanisms, 2),
+                "bound_free_engine": round(baseline / mechanisms, 2) if baseline == baseline else None}
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true")
@@ -90,13 +139,15 @@ def main(argv=None):
     parser.add_argument("--trials", type=int)
     parser.add_argument("--laws", nargs="+", default=LAWS, choices=LAWS, help="data laws (default: all three)")
     parser.add_argument("--skip-baseline", action="store_true", help="time the engine only")
+    parser.add_argument("--split", action="store_true", help="time the engine's parts (module docstring)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     mode, sizes = mode_sizes(args, MODES)
     cfg = config(sizes["ns"], sizes["epsilons"], sizes["trials"], args.laws)
     cells = sweeps.expand_sweep(cfg)
     load_before = load_average()
-    with tempfile.TemporaryDirectory() as tmp:
+    split = _EngineSplit() if args.split else contextlib.nullcontext()
+    with tempfile.TemporaryDirectory() as tmp, split:
         before = _trials.COMPILE_COUNT[0]
         start = time.perf_counter()
         summary = sweeps.run_sweep(cfg, results_path=pathlib.Path(tmp) / "r.jsonl", progress=True)
@@ -113,6 +164,7 @@ def main(argv=None):
         "compile_s_ours": round(compile_ours, 2), "compile_s_baseline": round(base_compile, 2),
         "ratio_without_compiling": (round((base - base_compile) / (ours - compile_ours), 2)
                                     if base == base else None),
+        **(split.result(ours, base) if args.split else {}),
         "machine": f"{platform.machine()} {os.cpu_count()} cores, {jax.devices()[0].device_kind}",
         "load_before": load_before, "load_after": load_average(),
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "jax": jax.__version__,
@@ -125,6 +177,10 @@ def main(argv=None):
         print(f"  baseline {base:9.2f} s  ({base_programs} programs, one per cell, compiled in {base_compile:.1f} s)")
         print(f"  ratio    {result['ratio']}x   (without compiling: {result['ratio_without_compiling']}x)   "
               f"load {load_before} -> {result['load_after']}")
+        if args.split:
+            parts = ", ".join(f"{k} {v} s" for k, v in result["split_s"].items())
+            print(f"  engine split: {parts}")
+            print(f"  an engine that cost nothing but the mechanism programs: {result['bound_free_engine']}x")
     return result
 
 
