@@ -216,23 +216,24 @@ def test_vmap_computes_each_trial_as_alone():
     np.testing.assert_array_equal(jax.vmap(lambda beta: one(x[2], beta))(b), alone[2])
 
 
-def _count(closed_jaxpr, primitive):
-    """How many equations of ``primitive`` the jaxpr holds, sub-jaxprs (loops, jit calls) included."""
-    count = 0
-
+def _equations(closed_jaxpr):
+    """Every equation of the jaxpr, those of its sub-jaxprs (loops, jit calls) included."""
     def visit(jaxpr):
-        nonlocal count
         for eqn in jaxpr.eqns:
-            count += eqn.primitive.name == primitive
+            yield eqn
             for param in eqn.params.values():
                 for sub in param if isinstance(param, (tuple, list)) else (param,):
                     if isinstance(sub, jax.extend.core.ClosedJaxpr):
-                        visit(sub.jaxpr)
+                        yield from visit(sub.jaxpr)
                     elif isinstance(sub, jax.extend.core.Jaxpr):
-                        visit(sub)
+                        yield from visit(sub)
 
-    visit(closed_jaxpr.jaxpr)
-    return count
+    return visit(closed_jaxpr.jaxpr)
+
+
+def _count(closed_jaxpr, primitive):
+    """How many equations of ``primitive`` the jaxpr holds, sub-jaxprs included."""
+    return sum(eqn.primitive.name == primitive for eqn in _equations(closed_jaxpr))
 
 
 @pytest.mark.skipif(jax.default_backend() != "cpu", reason="the chunked loop is the CPU path")
@@ -263,22 +264,8 @@ def test_nan_reaching_the_kernel_gives_nan_as_the_definition_does():
 
 def _largest_intermediate(closed_jaxpr):
     """The most elements of any value in the jaxpr, sub-jaxprs (loops, jit calls) included."""
-    largest = 0
-
-    def visit(jaxpr):
-        nonlocal largest
-        for eqn in jaxpr.eqns:
-            for var in eqn.outvars:
-                largest = max(largest, int(np.prod(getattr(var.aval, "shape", ()), dtype=np.int64)))
-            for param in eqn.params.values():
-                for sub in param if isinstance(param, (tuple, list)) else (param,):
-                    if isinstance(sub, jax.extend.core.ClosedJaxpr):
-                        visit(sub.jaxpr)
-                    elif isinstance(sub, jax.extend.core.Jaxpr):
-                        visit(sub)
-
-    visit(closed_jaxpr.jaxpr)
-    return largest
+    return max(int(np.prod(getattr(var.aval, "shape", ()), dtype=np.int64))
+               for eqn in _equations(closed_jaxpr) for var in eqn.outvars)
 
 
 @pytest.mark.parametrize("n", [4097, 20000])
