@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from gpuprivacy._progress import Progress
-from gpuprivacy.sweeps import _registry
+from gpuprivacy.sweeps import _registry, _trials
 from gpuprivacy.mechanisms import guarantee_of
 from gpuprivacy.sweeps._config import SweepCell, SweepConfigError, canonical_json, cell_id_of, expand_config
 from gpuprivacy.sweeps._mechanisms import TARGETS
@@ -39,6 +39,9 @@ class SweepSummary(NamedTuple):
       wall_s: wall-clock seconds of this call.
       num_infeasible: cells whose row says ``"status": "infeasible"`` (the mechanism refused to run
         them, e.g. a plan beyond its budget; the row holds the error).
+      num_programs_compiled: programs this process compiled for the study engine during this call
+        (draws and mechanism programs; a grid over traced parameters such as epsilon adds none).
+      compile_s: seconds this process spent compiling them (included in ``wall_s``).
     """
 
     name: str
@@ -49,6 +52,8 @@ class SweepSummary(NamedTuple):
     num_skipped: int
     wall_s: float
     num_infeasible: int = 0
+    num_programs_compiled: int = 0
+    compile_s: float = 0.0
 
 
 def cell_key(seed: int, cell_id: str) -> jax.Array:
@@ -119,6 +124,7 @@ def run_sweep(config: str | os.PathLike | Mapping, *, results_path: str | os.Pat
         holds a row whose parameters do not match its cell id.
     """
     start = time.perf_counter()
+    programs_before, compile_before = _trials.COMPILE_COUNT[0], _trials.COMPILE_SECONDS[0]
     plan = expand_config(config, max_trials=max_trials)
     if results_path is None:
         stem = pathlib.Path(config).stem if not isinstance(config, Mapping) else plan.name
@@ -136,7 +142,9 @@ def run_sweep(config: str | os.PathLike | Mapping, *, results_path: str | os.Pat
     return SweepSummary(name=plan.name, results_path=results_path, rows=rows, num_cells=len(plan.cells),
                         num_computed=computed, num_skipped=len(plan.cells) - computed,
                         wall_s=time.perf_counter() - start,
-                        num_infeasible=sum(row.get("status") == "infeasible" for row in rows))
+                        num_infeasible=sum(row.get("status") == "infeasible" for row in rows),
+                        num_programs_compiled=_trials.COMPILE_COUNT[0] - programs_before,
+                        compile_s=_trials.COMPILE_SECONDS[0] - compile_before)
 
 
 def _todo(plan, done: dict, results_path) -> list:

@@ -45,7 +45,8 @@ _PROGRAMS: OrderedDict[tuple, Any] = OrderedDict()
 MAX_PROGRAMS = 128
 # (mechanism, static params) -> the float parameters it accepts traced.
 _TRACEABLE: dict[tuple, tuple] = {}
-COMPILE_COUNT = [0]  # programs compiled by this process (for tests and the benchmarks)
+COMPILE_COUNT = [0]  # programs compiled by this process (for tests, the benchmarks and the sweep summary)
+COMPILE_SECONDS = [0.0]  # and the seconds spent compiling them
 
 
 class DataSpec(NamedTuple):
@@ -212,8 +213,10 @@ def _compiled(cache_key, build, example_args):
     _PROGRAMS[cache_key] = program
     while len(_PROGRAMS) > MAX_PROGRAMS:
         _PROGRAMS.popitem(last=False)
+    seconds = time.perf_counter() - start
     COMPILE_COUNT[0] += 1
-    return program, time.perf_counter() - start
+    COMPILE_SECONDS[0] += seconds
+    return program, seconds
 
 
 def _draw_program(data: DataSpec, chunk: int, mesh: Mesh, example_args, with_sorted: bool):

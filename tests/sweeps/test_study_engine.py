@@ -110,6 +110,10 @@ def test_a_20_point_epsilon_grid_compiles_once(tmp_path):
     summary = run_sweep(config, results_path=tmp_path / "r.jsonl", progress=False)
     assert summary.num_computed == 20
     assert _trials.COMPILE_COUNT[0] - before == 2  # one draw program, one mechanism program, for 20 epsilons
+    assert summary.num_programs_compiled == 2  # what the summary (and the CLI) reports
+    assert summary.compile_s == pytest.approx(sum(r["metrics"]["compile_s"] for r in summary.rows), rel=1e-9)
+    again = run_sweep(config, results_path=tmp_path / "r.jsonl", progress=False)  # all cells found: nothing run
+    assert again.num_computed == 0 and again.num_programs_compiled == 0 and again.compile_s == 0.0
     assert len(traced_epsilons) <= 4  # the probe and the one program: independent of the grid's length
     assert [r["metrics"]["epsilon"] for r in summary.rows] == grid
     # The 20 cells ran as one block (same datasets) and one program: its compile time is shared evenly.
