@@ -90,11 +90,11 @@ def baseline(cells):
 
 
 class _EngineSplit:
-    """Times the engine's compiling, dataset draws and mechanism programs while active (wraps its program
-    builders; each call blocks until its results are ready)."""
+    """Times the engine's dataset draws and mechanism programs while active (wraps its program builders;
+    each call blocks until its results are ready). Its compiling is in the sweep summary."""
 
     def __enter__(self):
-        self.seconds = {"compiling": 0.0, "drawing": 0.0}
+        self.seconds = {"drawing": 0.0}
         self._saved = _trials._draw_program, _trials._mechanism_program
         draw_program, mechanism_program = self._saved
 
@@ -108,12 +108,10 @@ class _EngineSplit:
 
         def draw(*args, **kwargs):
             program, seconds = draw_program(*args, **kwargs)
-            self.seconds["compiling"] += seconds
             return timed("drawing", program), seconds
 
         def mechanism(mech, *args, **kwargs):
             program, seconds = mechanism_program(mech, *args, **kwargs)
-            self.seconds["compiling"] += seconds
             return timed(mech.name, program), seconds
 
         _trials._draw_program, _trials._mechanism_program = draw, mechanism
@@ -122,10 +120,10 @@ class _EngineSplit:
     def __exit__(self, *exc):
         _trials._draw_program, _trials._mechanism_program = self._saved
 
-    def result(self, total, baseline):
-        mechanisms = sum(v for k, v in self.seconds.items() if k not in ("compiling", "drawing"))
-        split = {k: round(v, 2) for k, v in self.seconds.items()}
-        split["rest"] = round(total - sum(self.seconds.values()), 2)
+    def result(self, total, compiling, baseline):
+        mechanisms = sum(v for k, v in self.seconds.items() if k != "drawing")
+        split = {"compiling": round(compiling, 2), **{k: round(v, 2) for k, v in self.seconds.items()}}
+        split["rest"] = round(total - compiling - sum(self.seconds.values()), 2)
         return {"split_s": split, "mechanism_programs_s": round(mechanisms, 2),
                 "bound_free_engine": round(baseline / mechanisms, 2) if baseline == baseline else None}
 
@@ -148,13 +146,11 @@ def main(argv=None):
     load_before = load_average()
     split = _EngineSplit() if args.split else contextlib.nullcontext()
     with tempfile.TemporaryDirectory() as tmp, split:
-        before = _trials.COMPILE_COUNT[0]
         start = time.perf_counter()
         summary = sweeps.run_sweep(cfg, results_path=pathlib.Path(tmp) / "r.jsonl", progress=True)
         ours = time.perf_counter() - start
-        ours_programs = _trials.COMPILE_COUNT[0] - before
+    ours_programs, compile_ours = summary.num_programs_compiled, summary.compile_s
     base, base_programs, base_compile = (float("nan"), 0, float("nan")) if args.skip_baseline else baseline(cells)
-    compile_ours = sum(r["metrics"]["compile_s"] for r in summary.rows)
     result = {
         "benchmark": "study", "mode": mode, "cells": len(cells), "trials_per_cell": sizes["trials"],
         "ns": sizes["ns"], "epsilons": sizes["epsilons"], "mechanisms": MECHANISMS, "laws": args.laws,
@@ -164,7 +160,7 @@ def main(argv=None):
         "compile_s_ours": round(compile_ours, 2), "compile_s_baseline": round(base_compile, 2),
         "ratio_without_compiling": (round((base - base_compile) / (ours - compile_ours), 2)
                                     if base == base else None),
-        **(split.result(ours, base) if args.split else {}),
+        **(split.result(ours, compile_ours, base) if args.split else {}),
         "machine": f"{platform.machine()} {os.cpu_count()} cores, {jax.devices()[0].device_kind}",
         "load_before": load_before, "load_after": load_average(),
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "jax": jax.__version__,
