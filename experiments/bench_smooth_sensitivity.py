@@ -9,7 +9,9 @@ Cauchy noise, so beta = 1/6), one per trial, and three ways to release all of th
     trials and scaled to all, as stated in the output);
 (c) the old batched path: the same mechanism with the quadratic computation of the smooth
     sensitivity (max over every distance k <= n of the largest gap at that distance, as the package
-    computed it before), vmapped the same way. Its code is copied below (the baseline).
+    computed it before), vmapped the same way. Its code is copied below (the baseline);
+(d) where the kernel takes every pair (n <= 310, at most 3 * 2^13 products), (a) again with the divide and
+    conquer forced: the choice's own gain, and the check that both give the same release bitwise.
 
 Each time is the best of ``--repeats`` steady-state runs; first (compiling) calls are reported apart.
 The released values of (a) and (c) are compared (same keys, same noise): the smooth sensitivities
@@ -21,6 +23,7 @@ machine may be shared.
     python experiments/bench_smooth_sensitivity.py --quick   # same sizes, 1 repeat, loop timed on 20 trials
     python experiments/bench_smooth_sensitivity.py --gpu     # 1000 trials, n = 10^3, 10^4 (loop on 100)
     python experiments/bench_smooth_sensitivity.py --json    # one JSON object on stdout
+    python experiments/bench_smooth_sensitivity.py --sizes 50 100 200 --trials 1000   # every pair vs (d)
 
 Explicit ``--trials``, ``--sizes``, ``--loop-limit`` and ``--repeats`` override the mode's values.
 """
@@ -28,6 +31,7 @@ Explicit ``--trials``, ``--sizes``, ``--loop-limit`` and ``--repeats`` override 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import functools
 import json
@@ -43,7 +47,8 @@ import numpy as np
 import gpuprivacy
 from gpuprivacy import mechanisms
 from gpuprivacy.mechanisms import instance_optimal as io
-from gpuprivacy.mechanisms._instance_optimal._smooth_sensitivity import smooth_sensitivity_by_definition
+from gpuprivacy.mechanisms._instance_optimal import _smooth_sensitivity
+from gpuprivacy.mechanisms._instance_optimal._smooth_sensitivity import smooth_sensitivity_by_definition, takes_every_pair
 from _timing import best_of, first_call, load_average, mode_sizes  # experiments/_timing.py
 
 LOWER, UPPER, EPSILON, SEED = -10.0, 10.0, 1.0, 0
@@ -119,7 +124,16 @@ def case(n, trials, repeats, loop_limit):
     old_s = best_of(lambda: old(keys, device_data), repeats)
 
     ulps = _ulps(ours_release.info.nonprivate_smooth_sensitivity, old_smooth)
-    return {"case": f"{trials} trials x n={n}", "n": n, "trials": trials,
+    forced = {}
+    if takes_every_pair(n, (n + 1) // 2, n):
+        with _divide_and_conquer_forced():
+            dc_release, dc_first = first_call(batched)
+            dc = best_of(batched, repeats)
+        forced = {"divide_and_conquer_batched_s": dc, "divide_and_conquer_first_call_s": dc_first,
+                  "ratio_divide_and_conquer_over_ours": dc / ours,
+                  "divide_and_conquer_release_bitwise": bool(np.array_equal(np.asarray(dc_release.value),
+                                                                            np.asarray(ours_release.value)))}
+    return {**forced, "case": f"{trials} trials x n={n}", "n": n, "trials": trials,
             "ours_batched_s": ours, "ours_first_call_s": ours_first,
             "loop_s": loop_s, "loop_timed_on": limit,
             "quadratic_batched_s": old_s, "quadratic_first_call_s": old_first,
@@ -128,6 +142,19 @@ def case(n, trials, repeats, loop_limit):
             "smooth_sensitivity_max_ulps": int(ulps.max()),
             "smooth_sensitivity_bitwise_fraction": float(np.mean(ulps == 0)),
             "value_max_abs_diff": float(np.max(np.abs(np.asarray(ours_release.value) - np.asarray(old_values))))}
+
+
+@contextlib.contextmanager
+def _divide_and_conquer_forced():
+    """The kernel with its every-pair budget at 0 (programs traced before and after are dropped)."""
+    saved = _smooth_sensitivity._EVERY_PAIR_PRODUCTS
+    _smooth_sensitivity._EVERY_PAIR_PRODUCTS = 0
+    jax.clear_caches()
+    try:
+        yield
+    finally:
+        _smooth_sensitivity._EVERY_PAIR_PRODUCTS = saved
+        jax.clear_caches()
 
 
 def _uptime():
@@ -183,6 +210,11 @@ def main(argv=None):
         print(f"  (b) per-trial Python loop     : {r['loop_s']:.4g} s  (timed on {r['loop_timed_on']} trials, scaled)")
         print(f"  (c) old quadratic, batched    : {r['quadratic_batched_s']:.4g} s  "
               f"(first call {r['quadratic_first_call_s']:.4g} s)")
+        if "divide_and_conquer_batched_s" in r:
+            print(f"  (d) (a), divide and conquer   : {r['divide_and_conquer_batched_s']:.4g} s  "
+                  f"(first call {r['divide_and_conquer_first_call_s']:.4g} s; every pair is "
+                  f"{r['ratio_divide_and_conquer_over_ours']:.3g}x faster; same releases: "
+                  f"{r['divide_and_conquer_release_bitwise']})")
         print(f"  ratios: loop/ours {r['ratio_loop_over_ours']:.3g}x, quadratic/ours "
               f"{r['ratio_quadratic_over_ours']:.3g}x, quadratic/loop {r['ratio_quadratic_over_loop']:.3g}x")
         print(f"  smooth sensitivity vs quadratic: max {r['smooth_sensitivity_max_ulps']} ulp, "

@@ -12,9 +12,12 @@ it moved to the O(n log n) divide and conquer, kept verbatim as the reference).
 
 Two claims:
 
-* **bitwise**: the divide and conquer (``_largest_weighted_gap``) returns the max of the products
-  ``w[j - i - 1] * (x_(j) - x_(i))`` over all allowed pairs, for the same weights ``w``, checked
-  against a NumPy brute force over every pair (``assert_array_equal``);
+* **bitwise**: the divide and conquer (``_divide_and_conquer``), the kernel's pass over every pair
+  (``_every_pair``, which it takes for small matrices) and the choice between them
+  (``_largest_weighted_gap``) each return the max of the products ``w[j - i - 1] * (x_(j) - x_(i))``
+  over all allowed pairs, for the same weights ``w``, checked against a NumPy brute force over every
+  pair (``assert_array_equal``). The divide and conquer is tested at every size, small ones included,
+  though the kernel only uses it above ``_EVERY_PAIR_PRODUCTS`` products;
 * **2 ulps**: end to end, the public function against the quadratic definition's program, one
   dataset at a time. The weights ``exp(-k beta)`` are computed by two XLA programs, and XLA's float64
   ``exp`` is not the same function in every program (fusion, vectorization); the kernel's agree with
@@ -43,8 +46,11 @@ from gpuprivacy import mechanisms
 from gpuprivacy.mechanisms import instance_optimal as io
 # Private on purpose: the bitwise claim is about the divide and conquer given its weights (module docstring).
 from gpuprivacy.mechanisms._instance_optimal import _smooth_sensitivity
-from gpuprivacy.mechanisms._instance_optimal._smooth_sensitivity import (_largest_weighted_gap,
+from gpuprivacy.mechanisms._instance_optimal._smooth_sensitivity import (_divide_and_conquer, _every_pair,
+                                                                        _largest_weighted_gap,
                                                                         smooth_sensitivity_by_definition)
+
+SEARCHES = (_divide_and_conquer, _every_pair, _largest_weighted_gap)
 
 LOWER, UPPER = 0.0, 10.0
 BETAS = np.array([1e-3, 0.05, 1 / 6, 0.25, np.log(2.0), 1.0, 3.0])  # ln 2: exact ratios of gaps 1 : 2
@@ -84,9 +90,14 @@ def check(x, b, lower=LOWER, upper=UPPER, max_distance=None):
     padded = np.concatenate([np.full((x.shape[0], 1), lower), np.sort(x, axis=1),
                              np.full((x.shape[0], 1), upper)], axis=1)
     w = weights(b, min(K, n) + 1)
-    got = np.asarray(jax.jit(jax.vmap(functools.partial(_largest_weighted_gap, rank=rank, max_distance=K)))(
-        jnp.asarray(padded), jnp.asarray(w)))
-    np.testing.assert_array_equal(got, [brute_force(p, v, rank, K) for p, v in zip(padded, w)])
+    want = np.array([brute_force(p, v, rank, K) for p, v in zip(padded, w)])
+    # Every pair is quadratic in memory under vmap: at large n it is checked on a few rows only.
+    every = slice(None) if (n + 2) ** 2 <= 2**16 else slice(0, 2)
+    for search in SEARCHES:
+        rows = every if search is _every_pair else slice(None)
+        got = np.asarray(jax.jit(jax.vmap(functools.partial(search, rank=rank, max_distance=K)))(
+            jnp.asarray(padded[rows]), jnp.asarray(w[rows])))
+        np.testing.assert_array_equal(got, want[rows], err_msg=search.__name__)
     ours = [float(io.median_smooth_sensitivity(row, beta=beta, lower=lower, upper=upper, max_distance=max_distance))
             for row, beta in zip(x, b)]
     np.testing.assert_array_max_ulp(np.array(ours), reference(x, b, lower, upper, max_distance), maxulp=2)
@@ -153,13 +164,14 @@ def grid_datasets(rng, batch, n):
 
 
 def largest_weighted_gaps(x, b, lower, upper, max_distance):
-    """``(divide and conquer, brute force)`` on each row of ``x`` with the same weights."""
+    """``(divide and conquer, brute force)`` on each row of ``x`` with the same weights (the divide and conquer
+    itself: at these sizes the kernel would take every pair)."""
     n = x.shape[1]
     rank = (n + 1) // 2
     padded = np.concatenate([np.full((x.shape[0], 1), lower), np.sort(x, axis=1),
                              np.full((x.shape[0], 1), upper)], axis=1)
     w = weights(b, min(max_distance, n) + 1)
-    got = np.asarray(jax.jit(jax.vmap(functools.partial(_largest_weighted_gap, rank=rank,
+    got = np.asarray(jax.jit(jax.vmap(functools.partial(_divide_and_conquer, rank=rank,
                                                         max_distance=max_distance)))(jnp.asarray(padded),
                                                                                      jnp.asarray(w)))
     return got, np.array([brute_force(p, v, rank, max_distance) for p, v in zip(padded, w)])
@@ -202,10 +214,11 @@ def test_the_release_uses_the_definition_and_clips():
                                         reference(clipped, np.full(6, beta)), maxulp=2)
 
 
-def test_vmap_computes_each_trial_as_alone():
+@pytest.mark.parametrize("n", [101, 321])  # every pair, the divide and conquer
+def test_vmap_computes_each_trial_as_alone(n):
     """Batched over data, over beta or both (nested), each entry is bitwise the unbatched call's."""
     rng = np.random.default_rng(11)
-    x, b = rng.uniform(LOWER, UPPER, (5, 301)), np.array([0.05, 1 / 6, 0.3, 1.0, 3.0])
+    x, b = rng.uniform(LOWER, UPPER, (5, n)), np.array([0.05, 1 / 6, 0.3, 1.0, 3.0])
 
     def one(d, beta):
         return io.median_smooth_sensitivity(d, beta=beta, lower=LOWER, upper=UPPER)
@@ -241,7 +254,7 @@ def test_cpu_chunks_of_a_batch_they_do_not_divide(monkeypatch):
     """On CPU a batch runs in equal chunks: 7 trials in chunks of at most 3 (3 steps of 3, 2 padding trials
     dropped) equal the trials alone, and the program holds the kernel's level loops once, as for 6 trials
     (``lax.map(batch_size=3)`` traced a second copy for the remainder: 7 loops instead of 4, compiled twice)."""
-    n = 64
+    n = 320  # past _EVERY_PAIR_PRODUCTS: the divide and conquer, whose loops show
     monkeypatch.setattr(_smooth_sensitivity, "_CPU_CHUNK_VALUES", 3 * n)
     x = np.sort(np.random.default_rng(5).uniform(LOWER, UPPER, (7, n)), axis=1)
 
@@ -254,6 +267,17 @@ def test_cpu_chunks_of_a_batch_they_do_not_divide(monkeypatch):
     single = _count(jax.make_jaxpr(lambda row: io.median_smooth_sensitivity(row, beta=0.2, lower=LOWER,
                                                                             upper=UPPER))(x[0]), "scan")
     assert _count(jax.make_jaxpr(batched)(x), "scan") == _count(jax.make_jaxpr(batched)(x[:6]), "scan") == single + 1
+
+
+@pytest.mark.parametrize("n,max_distance,loops", [(310, None, False), (311, None, True), (5000, 154, False),
+                                                   (5000, 155, True)])
+def test_every_pair_up_to_its_budget_then_the_divide_and_conquer(n, max_distance, loops):
+    """The kernel's choice: at most 3 * 2^13 products (n = 310: 156 x 157 pairs; a truncation K = 154:
+    156 x 156) over every pair, with no loop; one more row or column, the divide and conquer's level loops."""
+    assert _smooth_sensitivity._EVERY_PAIR_PRODUCTS == 3 * 2**13
+    jaxpr = jax.make_jaxpr(lambda d: io.median_smooth_sensitivity(d, beta=0.1, lower=LOWER, upper=UPPER,
+                                                                  max_distance=max_distance))(jnp.zeros(n))
+    assert (_count(jaxpr, "scan") > 0) == loops
 
 
 def test_nan_reaching_the_kernel_gives_nan_as_the_definition_does():
