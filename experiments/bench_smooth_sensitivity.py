@@ -10,7 +10,7 @@ Cauchy noise, so beta = 1/6), one per trial, and three ways to release all of th
 (c) the old batched path: the same mechanism with the quadratic computation of the smooth
     sensitivity (max over every distance k <= n of the largest gap at that distance, as the package
     computed it before), vmapped the same way. Its code is copied below (the baseline);
-(d) where the kernel takes every pair (n <= 310, at most 3 * 2^13 products), (a) again with the divide and
+(d) where the kernel takes every pair (CPU, n <= 1445, at most 2^19 products), (a) again with the divide and
     conquer forced: the choice's own gain, and the check that both give the same release bitwise.
 
 Each time is the best of ``--repeats`` steady-state runs; first (compiling) calls are reported apart.
@@ -23,7 +23,7 @@ machine may be shared.
     python experiments/bench_smooth_sensitivity.py --quick   # same sizes, 1 repeat, loop timed on 20 trials
     python experiments/bench_smooth_sensitivity.py --gpu     # 1000 trials, n = 10^3, 10^4 (loop on 100)
     python experiments/bench_smooth_sensitivity.py --json    # one JSON object on stdout
-    python experiments/bench_smooth_sensitivity.py --sizes 50 100 200 --trials 1000   # every pair vs (d)
+    python experiments/bench_smooth_sensitivity.py --sizes 100 500 1000 2000 --trials 1000   # with (d)
 
 Explicit ``--trials``, ``--sizes``, ``--loop-limit`` and ``--repeats`` override the mode's values.
 """

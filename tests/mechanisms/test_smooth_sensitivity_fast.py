@@ -214,7 +214,7 @@ def test_the_release_uses_the_definition_and_clips():
                                         reference(clipped, np.full(6, beta)), maxulp=2)
 
 
-@pytest.mark.parametrize("n", [101, 321])  # every pair, the divide and conquer
+@pytest.mark.parametrize("n", [101, 1501])  # every pair (on CPU), the divide and conquer
 def test_vmap_computes_each_trial_as_alone(n):
     """Batched over data, over beta or both (nested), each entry is bitwise the unbatched call's."""
     rng = np.random.default_rng(11)
@@ -254,7 +254,7 @@ def test_cpu_chunks_of_a_batch_they_do_not_divide(monkeypatch):
     """On CPU a batch runs in equal chunks: 7 trials in chunks of at most 3 (3 steps of 3, 2 padding trials
     dropped) equal the trials alone, and the program holds the kernel's level loops once, as for 6 trials
     (``lax.map(batch_size=3)`` traced a second copy for the remainder: 7 loops instead of 4, compiled twice)."""
-    n = 320  # past _EVERY_PAIR_PRODUCTS: the divide and conquer, whose loops show
+    n = 1500  # past _EVERY_PAIR_PRODUCTS: the divide and conquer, whose loops show
     monkeypatch.setattr(_smooth_sensitivity, "_CPU_CHUNK_VALUES", 3 * n)
     x = np.sort(np.random.default_rng(5).uniform(LOWER, UPPER, (7, n)), axis=1)
 
@@ -269,12 +269,13 @@ def test_cpu_chunks_of_a_batch_they_do_not_divide(monkeypatch):
     assert _count(jax.make_jaxpr(batched)(x), "scan") == _count(jax.make_jaxpr(batched)(x[:6]), "scan") == single + 1
 
 
-@pytest.mark.parametrize("n,max_distance,loops", [(310, None, False), (311, None, True), (5000, 154, False),
-                                                   (5000, 155, True)])
+@pytest.mark.skipif(jax.default_backend() != "cpu", reason="every pair is the CPU path")
+@pytest.mark.parametrize("n,max_distance,loops", [(1445, None, False), (1446, None, True), (5000, 722, False),
+                                                   (5000, 723, True)])
 def test_every_pair_up_to_its_budget_then_the_divide_and_conquer(n, max_distance, loops):
-    """The kernel's choice: at most 3 * 2^13 products (n = 310: 156 x 157 pairs; a truncation K = 154:
-    156 x 156) over every pair, with no loop; one more row or column, the divide and conquer's level loops."""
-    assert _smooth_sensitivity._EVERY_PAIR_PRODUCTS == 3 * 2**13
+    """The kernel's choice on CPU: at most 2^19 products (n = 1445: 724 x 724 pairs; a truncation K = 722:
+    724 x 724) over every pair, with no loop; one more row or column, the divide and conquer's level loops."""
+    assert _smooth_sensitivity._EVERY_PAIR_PRODUCTS == 2**19
     jaxpr = jax.make_jaxpr(lambda d: io.median_smooth_sensitivity(d, beta=0.1, lower=LOWER, upper=UPPER,
                                                                   max_distance=max_distance))(jnp.zeros(n))
     assert (_count(jaxpr, "scan") > 0) == loops

@@ -46,10 +46,10 @@ the monotone-matrix search of Aggarwal, Klawe, Moran, Shor & Wilber 1987)
 then finds every row's maximum: the middle row over all columns, the rows
 above it only left of its maximizer, the rows below only right of it,
 ceil(log2(rows)) levels of O(n) products each, with static shapes.
-A small matrix (at most 3 * 2^13 products: n up to 310 with the default
-K) is maximized over every pair instead: quadratic, but one fused pass,
-which is faster there and compiles in a tenth of the time. Both take the max
-of the same products.
+On the CPU backend a matrix of at most 2^19 products (n up to 1445 with
+the default K) is maximized over every pair instead: quadratic, but one
+vectorized pass, which is faster there (2-5x) and compiles in a tenth of the
+time. Both take the max of the same products.
 
 Floating point: the kernel maximizes the very float64 products the definition
 takes (``exp(-k beta)`` times the gap, one multiply each), and only the
@@ -76,6 +76,7 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from gpuprivacy._checks import check_delta, check_epsilon, check_int, check_key, epsilon_ok
 from gpuprivacy._config import require_x64
@@ -136,13 +137,16 @@ def _row_summaries(vals, owner, col, inside, count):
     return row_max, argmax, jnp.where(zero, argmax, first), jnp.where(zero, argmax, last)
 
 
-# At most this many products (rows x columns of the matrix of pairs; n <= 310 with the default K), the kernel
-# takes them all: one fused pass at 1-3 ns a product, where the divide and conquer's gathers and segment
-# reductions cost about 30 ns for each of its ~7n. Measured on the 2-core development VM (2026-11-27), per
-# trial and epsilon, in the study engine's program (4 epsilons x 4000 trials, vmapped): n = 100: 5.1 against
-# 15.2 us; n = 200: 20.9 against 35.6; n = 250: 32.0 against 39.3; n = 300: 63.8 against 65.0; n = 400: 118
-# against 76. Every pair also compiles in 0.8 s where the divide and conquer takes 2.6-3.1 s.
-_EVERY_PAIR_PRODUCTS = 3 * 2**13
+# On the CPU backend, a matrix of at most this many products (rows x columns; n <= 1445 with the default K)
+# is maximized over every pair: one vectorized pass at 0.3-0.5 ns a product, where the divide and conquer's
+# gathers and segment reductions cost about 30 ns for each of its ~7n. Measured on the 2-core development VM
+# (2026-11-27, AVX-512), per trial and epsilon, 4 epsilons vmapped over chunks of 2^15 / n trials as the study
+# engine runs them: n = 200: 5.7 against 30.7 us; n = 500: 30 against 85; n = 1000: 97 against 199; n = 1400:
+# 261 against 329; n = 1600: 352 against 366; n = 2000: 670-850 against 430 (the epsilons' diagonal weights,
+# 8 MB at n = 2000, no longer stay in cache). One epsilon: n = 2000: 412 against 455. Every pair compiles in
+# 0.1-0.2 s where the divide and conquer takes 1.8-2.2 s. Accelerators keep the divide and conquer (not measured
+# there).
+_EVERY_PAIR_PRODUCTS = 2**19
 
 
 def _pair_matrix(n, rank, max_distance):
@@ -180,16 +184,34 @@ def _largest_weighted_gap(padded, weights, rank, max_distance):
 
 
 def takes_every_pair(n: int, rank: int, max_distance: int) -> bool:
-    """Whether the kernel maximizes over every pair (at most ``_EVERY_PAIR_PRODUCTS`` products) for ``n`` values."""
+    """Whether the kernel maximizes over every pair for ``n`` values: on the CPU backend, at most
+    ``_EVERY_PAIR_PRODUCTS`` products (read when the program is traced)."""
     _, num_rows, num_cols = _pair_matrix(n, rank, max_distance)
-    return num_rows * num_cols <= _EVERY_PAIR_PRODUCTS
+    return jax.default_backend() == "cpu" and num_rows * num_cols <= _EVERY_PAIR_PRODUCTS
 
 
 def _every_pair(padded, weights, rank, max_distance):
-    """:func:`_largest_weighted_gap` over every pair: O(rows x columns), fused into one pass."""
-    _, num_rows, num_cols = _pair_matrix(padded.shape[0] - 2, rank, max_distance)
-    return jnp.max(_products(padded, weights, rank, max_distance, jnp.arange(num_rows)[:, None],
-                             jnp.arange(num_cols)[None, :]))
+    """:func:`_largest_weighted_gap` over every pair: O(rows x columns) in one vectorized pass.
+
+    The products are the ones :func:`_products` gives the divide and conquer, laid out without a gather
+    per product: the gaps are two static slices of the data, and the weights, constant along the
+    matrix's diagonals (``k = j - i - 1``), are the rows of one vector tiled and reshaped (row ``r`` is
+    ``weights[c - r + offset]``, the vector shifted by one per row). So XLA fuses the products into the
+    reduction and no ``rows x columns`` array is stored per trial.
+    """
+    first_row, num_rows, num_cols = _pair_matrix(padded.shape[0] - 2, rank, max_distance)
+    offset = rank - first_row - 1  # k at row 0, column 0 is offset; it falls by one per row
+    ks = jnp.arange(offset - num_rows + 1, offset + num_cols)  # diagonal d = c - r + num_rows - 1
+    diagonals = weights[jnp.clip(ks, 0, weights.shape[0] - 1)]
+    width = diagonals.shape[0] - 1  # row r of the tiling, read with stride `width`, starts at diagonal -r
+    start = num_rows - 1
+    weight = jnp.tile(diagonals, num_rows)[start:start + num_rows * width].reshape(num_rows, width)[:, :num_cols]
+    gaps = padded[rank:rank + num_cols][None, :] - padded[first_row:first_row + num_rows][:, None]
+    k = np.arange(num_cols)[None, :] - np.arange(num_rows)[:, None] + offset
+    products = jnp.where(k <= max_distance, weight * gaps, -jnp.inf)
+    # The rows' maxima first, kept apart: XLA:CPU merges a max over both axes into one reduction, which
+    # runs about 20x slower past 2^14 products on the development VM (84 against 4 us at n = 254).
+    return jnp.max(jax.lax.optimization_barrier(jnp.max(products, axis=1)))
 
 
 def _divide_and_conquer(padded, weights, rank, max_distance):
@@ -343,8 +365,8 @@ def median_smooth_sensitivity(data: Any, *, beta: float, lower: float, upper: fl
 
     Computed in O(n log n) time and O(n) memory by a divide and conquer that
     returns the definition's maximum of float64 products (module docstring);
-    for n up to 310 (or a small ``max_distance``) over every pair, which is
-    faster there.
+    on the CPU, for n up to 1445 (or a small ``max_distance``), over every
+    pair, which is faster there.
 
     Args:
       data: ``float64[n]`` in ``[lower, upper]``.
