@@ -10,7 +10,7 @@ Cauchy noise, so beta = 1/6), one per trial, and three ways to release all of th
 (c) the old batched path: the same mechanism with the quadratic computation of the smooth
     sensitivity (max over every distance k <= n of the largest gap at that distance, as the package
     computed it before), vmapped the same way. Its code is copied below (the baseline);
-(d) where the kernel takes every pair (CPU, n <= 1445, at most 2^19 products), (a) again with the divide and
+(d) where the kernel takes every pair (CPU, n <= 721, at most 2^17 products), (a) again with the divide and
     conquer forced: the choice's own gain, and the check that both give the same release bitwise.
 
 Each time is the best of ``--repeats`` steady-state runs; first (compiling) calls are reported apart.

@@ -12,12 +12,11 @@ it moved to the O(n log n) divide and conquer, kept verbatim as the reference).
 
 Two claims:
 
-* **bitwise**: the divide and conquer (``_divide_and_conquer``), the kernel's pass over every pair
-  (``_every_pair``, which it takes for small matrices) and the choice between them
-  (``_largest_weighted_gap``) each return the max of the products ``w[j - i - 1] * (x_(j) - x_(i))``
-  over all allowed pairs, for the same weights ``w``, checked against a NumPy brute force over every
-  pair (``assert_array_equal``). The divide and conquer is tested at every size, small ones included,
-  though the kernel only uses it above ``_EVERY_PAIR_PRODUCTS`` products;
+* **bitwise**: the divide and conquer (``_divide_and_conquer``) and the pass over every pair
+  (``_every_pair``, which the kernel takes on CPU up to ``_EVERY_PAIR_PRODUCTS`` products) each
+  return the max of the products ``w[j - i - 1] * (x_(j) - x_(i))`` over all allowed pairs, for the
+  same weights ``w``, checked against a NumPy brute force over every pair (``assert_array_equal``).
+  Both are tested at every size, though the kernel takes one of them by size;
 * **2 ulps**: end to end, the public function against the quadratic definition's program, one
   dataset at a time. The weights ``exp(-k beta)`` are computed by two XLA programs, and XLA's float64
   ``exp`` is not the same function in every program (fusion, vectorization); the kernel's agree with
@@ -47,10 +46,9 @@ from gpuprivacy.mechanisms import instance_optimal as io
 # Private on purpose: the bitwise claim is about the divide and conquer given its weights (module docstring).
 from gpuprivacy.mechanisms._instance_optimal import _smooth_sensitivity
 from gpuprivacy.mechanisms._instance_optimal._smooth_sensitivity import (_divide_and_conquer, _every_pair,
-                                                                        _largest_weighted_gap,
                                                                         smooth_sensitivity_by_definition)
 
-SEARCHES = (_divide_and_conquer, _every_pair, _largest_weighted_gap)
+SEARCHES = (_divide_and_conquer, _every_pair)
 
 LOWER, UPPER = 0.0, 10.0
 BETAS = np.array([1e-3, 0.05, 1 / 6, 0.25, np.log(2.0), 1.0, 3.0])  # ln 2: exact ratios of gaps 1 : 2
@@ -214,7 +212,7 @@ def test_the_release_uses_the_definition_and_clips():
                                         reference(clipped, np.full(6, beta)), maxulp=2)
 
 
-@pytest.mark.parametrize("n", [101, 1501])  # every pair (on CPU), the divide and conquer
+@pytest.mark.parametrize("n", [101, 801])  # every pair (on CPU), the divide and conquer
 def test_vmap_computes_each_trial_as_alone(n):
     """Batched over data, over beta or both (nested), each entry is bitwise the unbatched call's."""
     rng = np.random.default_rng(11)
@@ -254,7 +252,7 @@ def test_cpu_chunks_of_a_batch_they_do_not_divide(monkeypatch):
     """On CPU a batch runs in equal chunks: 7 trials in chunks of at most 3 (3 steps of 3, 2 padding trials
     dropped) equal the trials alone, and the program holds the kernel's level loops once, as for 6 trials
     (``lax.map(batch_size=3)`` traced a second copy for the remainder: 7 loops instead of 4, compiled twice)."""
-    n = 1500  # past _EVERY_PAIR_PRODUCTS: the divide and conquer, whose loops show
+    n = 800  # past _EVERY_PAIR_PRODUCTS: the divide and conquer, whose loops show
     monkeypatch.setattr(_smooth_sensitivity, "_CPU_CHUNK_VALUES", 3 * n)
     x = np.sort(np.random.default_rng(5).uniform(LOWER, UPPER, (7, n)), axis=1)
 
@@ -270,12 +268,13 @@ def test_cpu_chunks_of_a_batch_they_do_not_divide(monkeypatch):
 
 
 @pytest.mark.skipif(jax.default_backend() != "cpu", reason="every pair is the CPU path")
-@pytest.mark.parametrize("n,max_distance,loops", [(1445, None, False), (1446, None, True), (5000, 722, False),
-                                                   (5000, 723, True)])
+@pytest.mark.parametrize("n,max_distance,loops", [(721, None, False), (722, None, True), (5000, 360, False),
+                                                   (5000, 361, True)])
 def test_every_pair_up_to_its_budget_then_the_divide_and_conquer(n, max_distance, loops):
-    """The kernel's choice on CPU: at most 2^19 products (n = 1445: 724 x 724 pairs; a truncation K = 722:
-    724 x 724) over every pair, with no loop; one more row or column, the divide and conquer's level loops."""
-    assert _smooth_sensitivity._EVERY_PAIR_PRODUCTS == 2**19
+    """The kernel's choice on CPU: at most 2^17 products (n = 721: 362 x 362 pairs; a truncation K = 360:
+    362 x 362) over every pair, with no loop; one more column (n = 722: 362 x 363) or both, the divide and
+    conquer's level loops."""
+    assert _smooth_sensitivity._EVERY_PAIR_PRODUCTS == 2**17
     jaxpr = jax.make_jaxpr(lambda d: io.median_smooth_sensitivity(d, beta=0.1, lower=LOWER, upper=UPPER,
                                                                   max_distance=max_distance))(jnp.zeros(n))
     assert (_count(jaxpr, "scan") > 0) == loops

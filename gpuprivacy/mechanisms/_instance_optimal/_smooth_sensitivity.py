@@ -46,9 +46,9 @@ the monotone-matrix search of Aggarwal, Klawe, Moran, Shor & Wilber 1987)
 then finds every row's maximum: the middle row over all columns, the rows
 above it only left of its maximizer, the rows below only right of it,
 ceil(log2(rows)) levels of O(n) products each, with static shapes.
-On the CPU backend a matrix of at most 2^19 products (n up to 1445 with
+On the CPU backend a matrix of at most 2^17 products (n up to 721 with
 the default K) is maximized over every pair instead: quadratic, but one
-vectorized pass, which is faster there (2-5x) and compiles in a tenth of the
+vectorized pass, which is faster there (up to 4x) and compiles in a tenth of the
 time. Both take the max of the same products.
 
 Floating point: the kernel maximizes the very float64 products the definition
@@ -137,16 +137,18 @@ def _row_summaries(vals, owner, col, inside, count):
     return row_max, argmax, jnp.where(zero, argmax, first), jnp.where(zero, argmax, last)
 
 
-# On the CPU backend, a matrix of at most this many products (rows x columns; n <= 1445 with the default K)
-# is maximized over every pair: one vectorized pass at 0.3-0.5 ns a product, where the divide and conquer's
+# On the CPU backend, a matrix of at most this many products (rows x columns; n <= 721 with the default K)
+# is maximized over every pair: one vectorized pass at 0.3-1 ns a product, where the divide and conquer's
 # gathers and segment reductions cost about 30 ns for each of its ~7n. Measured on the 2-core development VM
-# (2026-11-27, AVX-512), per trial and epsilon, 4 epsilons vmapped over chunks of 2^15 / n trials as the study
-# engine runs them: n = 200: 5.7 against 30.7 us; n = 500: 30 against 85; n = 1000: 97 against 199; n = 1400:
-# 261 against 329; n = 1600: 352 against 366; n = 2000: 670-850 against 430 (the epsilons' diagonal weights,
-# 8 MB at n = 2000, no longer stay in cache). One epsilon: n = 2000: 412 against 455. Every pair compiles in
-# 0.1-0.2 s where the divide and conquer takes 1.8-2.2 s. Accelerators keep the divide and conquer (not measured
-# there).
-_EVERY_PAIR_PRODUCTS = 2**19
+# (2026-11-27, AVX-512), per trial and epsilon, every pair against the divide and conquer:
+#   4 epsilons vmapped outside the trials, as the study engine runs them: n = 200: 15 against 32 us; n = 500:
+#   31-36 against 82-86; n = 700: 141 against 155; n = 850: 211 against 165 (past here XLA re-reads the
+#   epsilons' weight matrices for every trial); n = 1000: 291-311 against 193-199;
+#   4 epsilons vmapped inside the trials: n = 1000: 87-104 against 193-236; n = 1400: 183 against 364;
+#   one epsilon, run_trials at 1000 trials: n = 500: 31 against 92; n = 1000: 83 against 179.
+# So the budget is where the first of these crosses. Every pair compiles in 0.1-0.2 s where the divide and
+# conquer takes 1.8-2.2 s. Accelerators keep the divide and conquer (not measured there).
+_EVERY_PAIR_PRODUCTS = 2**17
 
 
 def _pair_matrix(n, rank, max_distance):
@@ -171,43 +173,50 @@ def _products(padded, weights, rank, max_distance, r, c):
     return jnp.where(k <= max_distance, value, -jnp.inf)
 
 
-def _largest_weighted_gap(padded, weights, rank, max_distance):
-    """``max weights[j - i - 1] * (padded[j] - padded[i])`` over ``i <= rank <= j``, ``1 <= j - i <= max_distance + 1``.
-
-    ``padded`` is the sorted data between the bounds (``float64[n + 2]``), ``weights[k] = exp(-k beta)``
-    (``k <= min(max_distance, n)``). Every product when there are at most ``_EVERY_PAIR_PRODUCTS`` of them
-    (faster there), else the divide and conquer. Both return the maximum of the same float64 products.
-    """
-    if takes_every_pair(padded.shape[0] - 2, rank, max_distance):
-        return _every_pair(padded, weights, rank, max_distance)
-    return _divide_and_conquer(padded, weights, rank, max_distance)
-
-
 def takes_every_pair(n: int, rank: int, max_distance: int) -> bool:
     """Whether the kernel maximizes over every pair for ``n`` values: on the CPU backend, at most
-    ``_EVERY_PAIR_PRODUCTS`` products (read when the program is traced)."""
+    ``_EVERY_PAIR_PRODUCTS`` products (read when the program is traced); else the divide and conquer."""
     _, num_rows, num_cols = _pair_matrix(n, rank, max_distance)
     return jax.default_backend() == "cpu" and num_rows * num_cols <= _EVERY_PAIR_PRODUCTS
 
 
-def _every_pair(padded, weights, rank, max_distance):
-    """:func:`_largest_weighted_gap` over every pair: O(rows x columns) in one vectorized pass.
+def _diagonal_weights(weights, n, rank, max_distance):
+    """The pairs' matrix of weights, ``weights[k]`` at row ``r`` and column ``c`` (``k = j - i - 1``), clipped to
+    the table as :func:`_products` does.
 
-    The products are the ones :func:`_products` gives the divide and conquer, laid out without a gather
-    per product: the gaps are two static slices of the data, and the weights, constant along the
-    matrix's diagonals (``k = j - i - 1``), are the rows of one vector tiled and reshaped (row ``r`` is
-    ``weights[c - r + offset]``, the vector shifted by one per row). So XLA fuses the products into the
-    reduction and no ``rows x columns`` array is stored per trial.
+    ``k`` is constant along the matrix's diagonals, so the matrix is one vector of diagonals, tiled and
+    reshaped (each row the vector shifted by one): no gather per entry. It depends on beta only, so the
+    kernel builds it once per beta, outside the chunked loop over trials.
+    """
+    first_row, num_rows, num_cols = _pair_matrix(n, rank, max_distance)
+    offset = rank - first_row - 1  # k at row 0, column 0; it falls by one per row and rises by one per column
+    diagonals = weights[jnp.clip(jnp.arange(offset - num_rows + 1, offset + num_cols), 0, weights.shape[0] - 1)]
+    width = diagonals.shape[0] - 1  # read with this stride, row r of the tiling starts at diagonal -r
+    start = num_rows - 1
+    return jnp.tile(diagonals, num_rows)[start:start + num_rows * width].reshape(num_rows, width)[:, :num_cols]
+
+
+def _every_pair(padded, weights, rank, max_distance):
+    """``max weights[j - i - 1] * (padded[j] - padded[i])`` over ``i <= rank <= j``, ``1 <= j - i <= max_distance + 1``,
+    over every pair: O(rows x columns) in one vectorized pass.
+
+    ``padded`` is the sorted data between the bounds (``float64[n + 2]``), ``weights[k] = exp(-k beta)``
+    (``k <= min(max_distance, n)``).
+    """
+    return _every_pair_weighted(padded, _diagonal_weights(weights, padded.shape[0] - 2, rank, max_distance), rank,
+                                max_distance)
+
+
+def _every_pair_weighted(padded, weight, rank, max_distance):
+    """:func:`_every_pair` given the matrix of weights (:func:`_diagonal_weights`).
+
+    The products are the ones :func:`_products` gives the divide and conquer, without a gather: the
+    gaps are two static slices of the data. So XLA fuses the products into the reduction, and no
+    ``rows x columns`` array is stored per trial.
     """
     first_row, num_rows, num_cols = _pair_matrix(padded.shape[0] - 2, rank, max_distance)
-    offset = rank - first_row - 1  # k at row 0, column 0 is offset; it falls by one per row
-    ks = jnp.arange(offset - num_rows + 1, offset + num_cols)  # diagonal d = c - r + num_rows - 1
-    diagonals = weights[jnp.clip(ks, 0, weights.shape[0] - 1)]
-    width = diagonals.shape[0] - 1  # row r of the tiling, read with stride `width`, starts at diagonal -r
-    start = num_rows - 1
-    weight = jnp.tile(diagonals, num_rows)[start:start + num_rows * width].reshape(num_rows, width)[:, :num_cols]
     gaps = padded[rank:rank + num_cols][None, :] - padded[first_row:first_row + num_rows][:, None]
-    k = np.arange(num_cols)[None, :] - np.arange(num_rows)[:, None] + offset
+    k = np.arange(num_cols)[None, :] - np.arange(num_rows)[:, None] + (rank - first_row - 1)
     products = jnp.where(k <= max_distance, weight * gaps, -jnp.inf)
     # The rows' maxima first, kept apart: XLA:CPU merges a max over both axes into one reduction, which
     # runs about 20x slower past 2^14 products on the development VM (84 against 4 us at n = 254).
@@ -215,7 +224,7 @@ def _every_pair(padded, weights, rank, max_distance):
 
 
 def _divide_and_conquer(padded, weights, rank, max_distance):
-    """:func:`_largest_weighted_gap` by a divide and conquer over the rows ``i`` of the matrix of products (module
+    """:func:`_every_pair`'s maximum by a divide and conquer over the rows ``i`` of the matrix of products (module
     docstring): ``ceil(log2(rows))`` levels of at most ``columns + rows`` products each, O(n log n) work and
     O(n) memory with static shapes. Each row's maximum is taken over columns that hold its maximizer.
     """
@@ -342,21 +351,31 @@ def _in_chunks_on_cpu(kernel, n):
 
 @functools.partial(jax.jit, static_argnames=("rank", "max_distance"))
 def _median_smooth_sensitivity(sorted_data, beta, lower, upper, rank, max_distance):
-    kernel = functools.partial(_smooth_sensitivity_kernel, rank=rank, max_distance=max_distance)
-    return _in_chunks_on_cpu(kernel, sorted_data.shape[0])(sorted_data, beta, lower, upper)
+    n = sorted_data.shape[0]
+    # exp(-k beta) with the definition's operations, for the k <= min(K, n) that occur, and every pair's matrix
+    # of them: made here, outside the CPU's chunked loop over trials, so that under vmap over beta they are
+    # made once per beta (made inside, XLA rebuilt the matrix in every chunk: 291 against 108 us per trial and
+    # epsilon at n = 1000).
+    weights = jnp.exp(-jnp.arange(min(max_distance, n) + 1).astype(jnp.float64) * beta)
+    every_pair = takes_every_pair(n, rank, max_distance)
+    table = _diagonal_weights(weights, n, rank, max_distance) if every_pair else weights
+    kernel = functools.partial(_smooth_sensitivity_kernel, rank=rank, max_distance=max_distance,
+                               every_pair=every_pair)
+    best, median = _in_chunks_on_cpu(kernel, n)(sorted_data, table, lower, upper)
+    tail = jnp.exp(-(max_distance + 1) * beta) * (upper - lower)
+    return jnp.maximum(best, tail), median
 
 
-def _smooth_sensitivity_kernel(sorted_data, beta, lower, upper, rank, max_distance):
+def _smooth_sensitivity_kernel(sorted_data, table, lower, upper, rank, max_distance, every_pair):
     n = sorted_data.shape[0]
     padded = jnp.concatenate([jnp.full(1, lower), sorted_data, jnp.full(1, upper)])
-    # exp(-k beta) with the definition's operations, for the k <= min(K, n) that occur.
-    weights = jnp.exp(-jnp.arange(min(max_distance, n) + 1).astype(jnp.float64) * beta)
-    best = _largest_weighted_gap(padded, weights, rank, max_distance)
+    if every_pair:
+        best = _every_pair_weighted(padded, table, rank, max_distance)
+    else:
+        best = _divide_and_conquer(padded, table, rank, max_distance)
     # NaN (traced data skip the eager check) poisons the definition's max over all windows; so here too.
     used = padded[max(0, rank - max_distance - 1):min(n + 1, rank + max_distance + 1) + 1]
-    best = jnp.where(jnp.any(jnp.isnan(used)), jnp.nan, best)
-    tail = jnp.exp(-(max_distance + 1) * beta) * (upper - lower)
-    return jnp.maximum(best, tail), sorted_data[rank - 1]
+    return jnp.where(jnp.any(jnp.isnan(used)), jnp.nan, best), sorted_data[rank - 1]
 
 
 def median_smooth_sensitivity(data: Any, *, beta: float, lower: float, upper: float, clip: bool = False,
@@ -365,7 +384,7 @@ def median_smooth_sensitivity(data: Any, *, beta: float, lower: float, upper: fl
 
     Computed in O(n log n) time and O(n) memory by a divide and conquer that
     returns the definition's maximum of float64 products (module docstring);
-    on the CPU, for n up to 1445 (or a small ``max_distance``), over every
+    on the CPU, for n up to 721 (or a small ``max_distance``), over every
     pair, which is faster there.
 
     Args:
