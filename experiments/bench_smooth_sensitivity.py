@@ -48,7 +48,8 @@ import gpuprivacy
 from gpuprivacy import mechanisms
 from gpuprivacy.mechanisms import instance_optimal as io
 from gpuprivacy.mechanisms._instance_optimal import _smooth_sensitivity
-from gpuprivacy.mechanisms._instance_optimal._smooth_sensitivity import smooth_sensitivity_by_definition, takes_every_pair
+from gpuprivacy.mechanisms._instance_optimal._smooth_sensitivity import (smooth_sensitivity_by_definition,
+                                                                        takes_every_pair)
 from _timing import best_of, first_call, load_average, mode_sizes  # experiments/_timing.py
 
 LOWER, UPPER, EPSILON, SEED = -10.0, 10.0, 1.0, 0

@@ -141,9 +141,9 @@ def _row_summaries(vals, owner, col, inside, count):
 # is maximized over every pair: one vectorized pass at 0.3-1 ns a product, where the divide and conquer's
 # gathers and segment reductions cost about 30 ns for each of its ~7n. Measured on the 2-core development VM
 # (2026-11-27, AVX-512), per trial and epsilon, every pair against the divide and conquer:
-#   4 epsilons vmapped outside the trials, as the study engine runs them: n = 200: 15 against 32 us; n = 500:
-#   31-36 against 82-86; n = 700: 141 against 155; n = 850: 211 against 165 (past here XLA re-reads the
-#   epsilons' weight matrices for every trial); n = 1000: 291-311 against 193-199;
+#   4 epsilons vmapped outside the trials, as the study engine runs them: n = 200: 15 against 32 us;
+#   n = 500: 31-36 against 82-86; n = 700: 141 against 155; n = 850: 211 against 165 (past here, presumably,
+#   XLA re-reads the epsilons' weight matrices for every trial; not profiled); n = 1000: 291-311 against 193-199;
 #   4 epsilons vmapped inside the trials: n = 1000: 87-104 against 193-236; n = 1400: 183 against 364;
 #   one epsilon, run_trials at 1000 trials: n = 500: 31 against 92; n = 1000: 83 against 179.
 # So the budget is where the first of these crosses. Every pair compiles in 0.1-0.2 s where the divide and
@@ -354,8 +354,7 @@ def _median_smooth_sensitivity(sorted_data, beta, lower, upper, rank, max_distan
     n = sorted_data.shape[0]
     # exp(-k beta) with the definition's operations, for the k <= min(K, n) that occur, and every pair's matrix
     # of them: made here, outside the CPU's chunked loop over trials, so that under vmap over beta they are
-    # made once per beta (made inside, XLA rebuilt the matrix in every chunk: 291 against 108 us per trial and
-    # epsilon at n = 1000).
+    # made once per beta (made in the kernel, the compiled program rebuilt the matrix in every chunk's step).
     weights = jnp.exp(-jnp.arange(min(max_distance, n) + 1).astype(jnp.float64) * beta)
     every_pair = takes_every_pair(n, rank, max_distance)
     table = _diagonal_weights(weights, n, rank, max_distance) if every_pair else weights
