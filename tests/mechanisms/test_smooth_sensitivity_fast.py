@@ -89,7 +89,8 @@ def check(x, b, lower=LOWER, upper=UPPER, max_distance=None):
                              np.full((x.shape[0], 1), upper)], axis=1)
     w = weights(b, min(K, n) + 1)
     want = np.array([brute_force(p, v, rank, K) for p, v in zip(padded, w)])
-    # Every pair is quadratic in memory under vmap: at large n it is checked on a few rows only.
+    # Every pair builds a rows x columns weight matrix per beta (each row here has its own): at large n it is
+    # checked on a few rows only.
     every = slice(None) if (n + 2) ** 2 <= 2**16 else slice(0, 2)
     for search in SEARCHES:
         rows = every if search is _every_pair else slice(None)
