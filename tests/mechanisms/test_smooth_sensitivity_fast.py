@@ -12,8 +12,8 @@ it moved to the O(n log n) divide and conquer, kept verbatim as the reference).
 
 Two claims:
 
-* **bitwise**: the divide and conquer (``_divide_and_conquer``) and the pass over every pair
-  (``_every_pair``, which the kernel takes on CPU up to ``_EVERY_PAIR_PRODUCTS`` products) each
+* **bitwise**: the divide and conquer (``_divide_and_conquer``) and the largest gap at each distance
+  (``_by_largest_gaps``, which the kernel takes on CPU up to ``_LARGEST_GAPS_PAIRS`` pairs) each
   return the max of the products ``w[j - i - 1] * (x_(j) - x_(i))`` over all allowed pairs, for the
   same weights ``w``, checked against a NumPy brute force over every pair (``assert_array_equal``).
   Both are tested at every size, though the kernel takes one of them by size;
@@ -45,10 +45,10 @@ from gpuprivacy import mechanisms
 from gpuprivacy.mechanisms import instance_optimal as io
 # Private on purpose: the bitwise claim is about the divide and conquer given its weights (module docstring).
 from gpuprivacy.mechanisms._instance_optimal import _smooth_sensitivity
-from gpuprivacy.mechanisms._instance_optimal._smooth_sensitivity import (_divide_and_conquer, _every_pair,
+from gpuprivacy.mechanisms._instance_optimal._smooth_sensitivity import (_by_largest_gaps, _divide_and_conquer,
                                                                         smooth_sensitivity_by_definition)
 
-SEARCHES = (_divide_and_conquer, _every_pair)
+SEARCHES = (_divide_and_conquer, _by_largest_gaps)
 
 LOWER, UPPER = 0.0, 10.0
 BETAS = np.array([1e-3, 0.05, 1 / 6, 0.25, np.log(2.0), 1.0, 3.0])  # ln 2: exact ratios of gaps 1 : 2
@@ -89,14 +89,10 @@ def check(x, b, lower=LOWER, upper=UPPER, max_distance=None):
                              np.full((x.shape[0], 1), upper)], axis=1)
     w = weights(b, min(K, n) + 1)
     want = np.array([brute_force(p, v, rank, K) for p, v in zip(padded, w)])
-    # Every pair builds a rows x columns weight matrix per beta (each row here has its own): at large n it is
-    # checked on a few rows only.
-    every = slice(None) if (n + 2) ** 2 <= 2**16 else slice(0, 2)
     for search in SEARCHES:
-        rows = every if search is _every_pair else slice(None)
         got = np.asarray(jax.jit(jax.vmap(functools.partial(search, rank=rank, max_distance=K)))(
-            jnp.asarray(padded[rows]), jnp.asarray(w[rows])))
-        np.testing.assert_array_equal(got, want[rows], err_msg=search.__name__)
+            jnp.asarray(padded), jnp.asarray(w)))
+        np.testing.assert_array_equal(got, want, err_msg=search.__name__)
     ours = [float(io.median_smooth_sensitivity(row, beta=beta, lower=lower, upper=upper, max_distance=max_distance))
             for row, beta in zip(x, b)]
     np.testing.assert_array_max_ulp(np.array(ours), reference(x, b, lower, upper, max_distance), maxulp=2)
@@ -164,7 +160,7 @@ def grid_datasets(rng, batch, n):
 
 def largest_weighted_gaps(x, b, lower, upper, max_distance):
     """``(divide and conquer, brute force)`` on each row of ``x`` with the same weights (the divide and conquer
-    itself: at these sizes the kernel would take every pair)."""
+    itself: at these sizes the kernel would take the largest gaps on CPU)."""
     n = x.shape[1]
     rank = (n + 1) // 2
     padded = np.concatenate([np.full((x.shape[0], 1), lower), np.sort(x, axis=1),
@@ -213,7 +209,7 @@ def test_the_release_uses_the_definition_and_clips():
                                         reference(clipped, np.full(6, beta)), maxulp=2)
 
 
-@pytest.mark.parametrize("n", [101, 801])  # every pair (on CPU), the divide and conquer
+@pytest.mark.parametrize("n", [801, 5793])  # the largest gaps (on CPU), the divide and conquer
 def test_vmap_computes_each_trial_as_alone(n):
     """Batched over data, over beta or both (nested), each entry is bitwise the unbatched call's."""
     rng = np.random.default_rng(11)
@@ -253,7 +249,7 @@ def test_cpu_chunks_of_a_batch_they_do_not_divide(monkeypatch):
     """On CPU a batch runs in equal chunks: 7 trials in chunks of at most 3 (3 steps of 3, 2 padding trials
     dropped) equal the trials alone, and the program holds the kernel's level loops once, as for 6 trials
     (``lax.map(batch_size=3)`` traced a second copy for the remainder: 7 loops instead of 4, compiled twice)."""
-    n = 800  # past _EVERY_PAIR_PRODUCTS: the divide and conquer, whose loops show
+    n = 800  # the largest gaps (on CPU), whose loop shows
     monkeypatch.setattr(_smooth_sensitivity, "_CPU_CHUNK_VALUES", 3 * n)
     x = np.sort(np.random.default_rng(5).uniform(LOWER, UPPER, (7, n)), axis=1)
 
@@ -268,17 +264,19 @@ def test_cpu_chunks_of_a_batch_they_do_not_divide(monkeypatch):
     assert _count(jax.make_jaxpr(batched)(x), "scan") == _count(jax.make_jaxpr(batched)(x[:6]), "scan") == single + 1
 
 
-@pytest.mark.skipif(jax.default_backend() != "cpu", reason="every pair is the CPU path")
-@pytest.mark.parametrize("n,max_distance,loops", [(721, None, False), (722, None, True), (5000, 360, False),
-                                                   (5000, 361, True)])
-def test_every_pair_up_to_its_budget_then_the_divide_and_conquer(n, max_distance, loops):
-    """The kernel's choice on CPU: at most 2^17 products (n = 721: 362 x 362 pairs; a truncation K = 360:
-    362 x 362) over every pair, with no loop; one more column (n = 722: 362 x 363) or both, the divide and
-    conquer's level loops."""
-    assert _smooth_sensitivity._EVERY_PAIR_PRODUCTS == 2**17
+@pytest.mark.skipif(jax.default_backend() != "cpu", reason="the largest gaps are the CPU path")
+@pytest.mark.parametrize("n,max_distance,largest_gaps", [(5789, None, True), (5790, None, False),
+                                                         (8000, 2894, True), (8000, 2895, False)])
+def test_largest_gaps_up_to_its_budget_then_the_divide_and_conquer(n, max_distance, largest_gaps):
+    """The kernel's choice on CPU: at most 2^23 pairs (n = 5789: 2896 x 2896 pairs; a truncation K = 2894:
+    2896 x 2896) by the largest gaps (a loop that updates a table in place, no segment reduction); one
+    more column (n = 5790: 2896 x 2897) or both, the divide and conquer's segment reductions (scatters)."""
+    assert _smooth_sensitivity._LARGEST_GAPS_PAIRS == 2**23
     jaxpr = jax.make_jaxpr(lambda d: io.median_smooth_sensitivity(d, beta=0.1, lower=LOWER, upper=UPPER,
                                                                   max_distance=max_distance))(jnp.zeros(n))
-    assert (_count(jaxpr, "scan") > 0) == loops
+    assert (_count(jaxpr, "dynamic_update_slice") > 0) == largest_gaps
+    assert (_count(jaxpr, "scatter-add") + _count(jaxpr, "scatter_max") + _count(jaxpr, "scatter-max") > 0) == (
+        not largest_gaps)
 
 
 def test_nan_reaching_the_kernel_gives_nan_as_the_definition_does():

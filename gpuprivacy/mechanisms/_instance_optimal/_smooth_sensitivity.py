@@ -46,10 +46,22 @@ the monotone-matrix search of Aggarwal, Klawe, Moran, Shor & Wilber 1987)
 then finds every row's maximum: the middle row over all columns, the rows
 above it only left of its maximizer, the rows below only right of it,
 ceil(log2(rows)) levels of O(n) products each, with static shapes.
-On the CPU backend a matrix of at most 2^17 products (n up to 721 with
-the default K) is maximized over every pair instead: quadratic, but one
-vectorized pass, which is faster there (up to 4x) and compiles in a tenth of the
-time. Both take the max of the same products.
+On the CPU backend, up to 2^23 pairs (n up to 5789 with the default K), the
+kernel instead takes the definition's own route, quadratic but cheap there:
+the largest gap at each distance, :math:`A^{(k)}` for every k, from one pass
+over every pair (data only, no weight), then
+:math:`\\max_k e^{-k\\beta} A^{(k)}`, O(K) per beta. The pass needs no gather:
+row i's gaps to the columns ``j = m..`` are one static slice of the data
+minus :math:`x_{(i)}`, and land on the distances ``k = m - i - 1 + c``, a
+contiguous run, so each step of the loop takes the elementwise max of a few
+rows' shifted slices into a running table of :math:`A^{(k)}`. It is 2-3x the
+divide and conquer's speed for one beta (0.2 ns a pair on the development
+VM, where the divide and conquer's gathers and segment reductions cost about
+30 ns for each of its ~7n products), and the gaps do not depend on beta:
+a grid of epsilons under ``vmap`` computes them once per dataset (7-12x at
+n = 500-2000 for 4 epsilons). Every path takes the max of the same products:
+:math:`e^{-k\\beta} \\max_t g_t = \\max_t e^{-k\\beta} g_t` holds in float64
+too, rounding being monotone.
 
 Floating point: the kernel maximizes the very float64 products the definition
 takes (``exp(-k beta)`` times the gap, one multiply each), and only the
@@ -137,18 +149,21 @@ def _row_summaries(vals, owner, col, inside, count):
     return row_max, argmax, jnp.where(zero, argmax, first), jnp.where(zero, argmax, last)
 
 
-# On the CPU backend, a matrix of at most this many products (rows x columns; n <= 721 with the default K)
-# is maximized over every pair: one vectorized pass at 0.3-1 ns a product, where the divide and conquer's
-# gathers and segment reductions cost about 30 ns for each of its ~7n. Measured on the 2-core development VM
-# (2026-11-27, AVX-512), per trial and epsilon, every pair against the divide and conquer:
-#   4 epsilons vmapped outside the trials, as the study engine runs them: n = 200: 15 against 32 us;
-#   n = 500: 31-36 against 82-86; n = 700: 141 against 155; n = 850: 211 against 165 (past here, presumably,
-#   XLA re-reads the epsilons' weight matrices for every trial; not profiled); n = 1000: 291-311 against 193-199;
-#   4 epsilons vmapped inside the trials: n = 1000: 87-104 against 193-236; n = 1400: 183 against 364;
-#   one epsilon, run_trials at 1000 trials: n = 500: 31 against 92; n = 1000: 83 against 179.
-# So the budget is where the first of these crosses. Every pair compiles in 0.1-0.2 s where the divide and
-# conquer takes 1.8-2.2 s. Accelerators keep the divide and conquer (not measured there).
-_EVERY_PAIR_PRODUCTS = 2**17
+# On the CPU backend, a pairs' matrix of at most this many pairs (rows x columns; n <= 5789 with the default K)
+# takes the largest gaps (module docstring). Measured on the 2-core development VM (2026-11-27, AVX-512), per
+# trial and beta, the largest gaps against the divide and conquer:
+#   one beta (a batch of trials): n = 200: 3.4 against 4.3 us (every pair, the previous CPU path); n = 1000:
+#   55 against 191; n = 2000: 211 against 443; n = 4093: 791 against 964; n = 5000: 1228 against 1567;
+#   n = 6000: 1744 against 1652 (the crossing, at about 9M pairs);
+#   4 betas vmapped outside the trials, as the study engine runs an epsilon grid: n = 500: 5.3 against 32
+#   (every pair); n = 1000: 14.5 against 181; n = 2000: 51 against 396; n = 4000: 195 against 912.
+# The largest gaps compile in 0.3-0.5 s where the divide and conquer takes 1.9-2.5 s. Accelerators keep the
+# divide and conquer (not measured there).
+_LARGEST_GAPS_PAIRS = 2**23
+
+# Rows of the pairs' matrix folded into the table of largest gaps per step of its loop: each step reads and
+# writes the table once for this many rows (1: 2.4x slower at n = 2000; 4: 9% slower; 16: 17% slower).
+_ROWS_PER_STEP = 8
 
 
 def _pair_matrix(n, rank, max_distance):
@@ -173,58 +188,60 @@ def _products(padded, weights, rank, max_distance, r, c):
     return jnp.where(k <= max_distance, value, -jnp.inf)
 
 
-def takes_every_pair(n: int, rank: int, max_distance: int) -> bool:
-    """Whether the kernel maximizes over every pair for ``n`` values: on the CPU backend, at most
-    ``_EVERY_PAIR_PRODUCTS`` products (read when the program is traced); else the divide and conquer."""
+def takes_largest_gaps(n: int, rank: int, max_distance: int) -> bool:
+    """Whether the kernel takes the largest gap at each distance for ``n`` values: on the CPU backend, at most
+    ``_LARGEST_GAPS_PAIRS`` pairs (read when the program is traced); else the divide and conquer."""
     _, num_rows, num_cols = _pair_matrix(n, rank, max_distance)
-    return jax.default_backend() == "cpu" and num_rows * num_cols <= _EVERY_PAIR_PRODUCTS
+    return jax.default_backend() == "cpu" and num_rows * num_cols <= _LARGEST_GAPS_PAIRS
 
 
-def _diagonal_weights(weights, n, rank, max_distance):
-    """The pairs' matrix of weights, ``weights[k]`` at row ``r`` and column ``c`` (``k = j - i - 1``), clipped to
-    the table as :func:`_products` does.
+def _largest_gaps(padded, rank, max_distance):
+    """:math:`A^{(k)}`, ``k = 0..min(max_distance, n)``: the largest ``padded[j] - padded[i]`` over the pairs
+    ``i <= rank <= j`` with ``j - i - 1 = k``, from one pass over every pair (module docstring).
 
-    ``k`` is constant along the matrix's diagonals, so the matrix is one vector of diagonals, tiled and
-    reshaped (each row the vector shifted by one): no gather per entry. It depends on beta only, so the
-    kernel builds it once per beta, outside the chunked loop over trials.
+    ``padded`` is the sorted data between the bounds (``float64[n + 2]``). O(rows x columns) work, O(n) memory.
+    Row ``i``'s gaps to the columns ``j = rank + c`` go to ``k + 1 = rank - i + c``: the table holds ``k + R``
+    (``R = _ROWS_PER_STEP``) at index ``k + R``, and a step adds ``R`` rows, each one static slice of the columns
+    shifted within the step's window of the table. Padding rows read ``+inf`` (gaps of ``-inf``); the pair
+    ``i = j = rank`` (k = -1) and distances past ``max_distance`` fall outside the table's part returned.
     """
+    rows_per_step = _ROWS_PER_STEP
+    n = padded.shape[0] - 2
     first_row, num_rows, num_cols = _pair_matrix(n, rank, max_distance)
-    offset = rank - first_row - 1  # k at row 0, column 0; it falls by one per row and rises by one per column
-    diagonals = weights[jnp.clip(jnp.arange(offset - num_rows + 1, offset + num_cols), 0, weights.shape[0] - 1)]
-    width = diagonals.shape[0] - 1  # read with this stride, row r of the tiling starts at diagonal -r
-    start = num_rows - 1
-    return jnp.tile(diagonals, num_rows)[start:start + num_rows * width].reshape(num_rows, width)[:, :num_cols]
+    steps = -(-num_rows // rows_per_step)
+    low = jnp.concatenate([padded[first_row:rank + 1], jnp.full(steps * rows_per_step - num_rows, jnp.inf)])
+    high = padded[rank:rank + num_cols]
+    edge = jnp.full(rows_per_step - 1, -jnp.inf)
+    shifted = jnp.concatenate([edge, high, edge])  # row q of a step: its slice starting at q
+    window = num_cols + rows_per_step - 1
+
+    def step(s, table):
+        first = s * rows_per_step
+        # The step's rows first + q sit at k + R = rank - first_row - first - q + c + R - 1: a window starting
+        # at rank - first_row - first, row q at offset R - 1 - q.
+        at = rank - first_row - first
+        lows = jax.lax.dynamic_slice_in_dim(low, first, rows_per_step)
+        gaps = jax.lax.dynamic_slice_in_dim(table, at, window)
+        for q in range(rows_per_step):
+            gaps = jnp.maximum(gaps, shifted[q:q + window] - lows[q])
+        return jax.lax.dynamic_update_slice_in_dim(table, gaps, at, 0)
+
+    size = steps * rows_per_step + num_cols + rows_per_step
+    table = jax.lax.fori_loop(0, steps, step, jnp.full(size, -jnp.inf))
+    return table[rows_per_step:rows_per_step + min(max_distance, n) + 1]
 
 
-def _every_pair(padded, weights, rank, max_distance):
+def _by_largest_gaps(padded, weights, rank, max_distance):
     """``max weights[j - i - 1] * (padded[j] - padded[i])`` over ``i <= rank <= j``, ``1 <= j - i <= max_distance + 1``,
-    over every pair: O(rows x columns) in one vectorized pass.
+    as ``max_k weights[k] * A^(k)`` (:func:`_largest_gaps`): the same maximum bitwise, rounding being monotone.
 
-    ``padded`` is the sorted data between the bounds (``float64[n + 2]``), ``weights[k] = exp(-k beta)``
-    (``k <= min(max_distance, n)``).
+    ``weights[k] = exp(-k beta)``, ``k <= min(max_distance, n)``.
     """
-    return _every_pair_weighted(padded, _diagonal_weights(weights, padded.shape[0] - 2, rank, max_distance), rank,
-                                max_distance)
-
-
-def _every_pair_weighted(padded, weight, rank, max_distance):
-    """:func:`_every_pair` given the matrix of weights (:func:`_diagonal_weights`).
-
-    The products are the ones :func:`_products` gives the divide and conquer, without a gather: the
-    gaps are two static slices of the data. So XLA fuses the products into the reduction, and no
-    ``rows x columns`` array is stored per trial.
-    """
-    first_row, num_rows, num_cols = _pair_matrix(padded.shape[0] - 2, rank, max_distance)
-    gaps = padded[rank:rank + num_cols][None, :] - padded[first_row:first_row + num_rows][:, None]
-    k = np.arange(num_cols)[None, :] - np.arange(num_rows)[:, None] + (rank - first_row - 1)
-    products = jnp.where(k <= max_distance, weight * gaps, -jnp.inf)
-    # The rows' maxima first, kept apart: XLA:CPU merges a max over both axes into one reduction, which
-    # runs about 20x slower past 2^14 products on the development VM (84 against 4 us at n = 254).
-    return jnp.max(jax.lax.optimization_barrier(jnp.max(products, axis=1)))
+    return jnp.max(weights * _largest_gaps(padded, rank, max_distance))
 
 
 def _divide_and_conquer(padded, weights, rank, max_distance):
-    """:func:`_every_pair`'s maximum by a divide and conquer over the rows ``i`` of the matrix of products (module
+    """:func:`_by_largest_gaps`'s maximum by a divide and conquer over the rows ``i`` of the matrix of products (module
     docstring): ``ceil(log2(rows))`` levels of at most ``columns + rows`` products each, O(n log n) work and
     O(n) memory with static shapes. Each row's maximum is taken over columns that hold its maximizer.
     """
@@ -352,29 +369,41 @@ def _in_chunks_on_cpu(kernel, n):
 @functools.partial(jax.jit, static_argnames=("rank", "max_distance"))
 def _median_smooth_sensitivity(sorted_data, beta, lower, upper, rank, max_distance):
     n = sorted_data.shape[0]
-    # exp(-k beta) with the definition's operations, for the k <= min(K, n) that occur, and every pair's matrix
-    # of them: made here, outside the CPU's chunked loop over trials, so that under vmap over beta they are
-    # made once per beta (made in the kernel, the compiled program rebuilt the matrix in every chunk's step).
-    weights = jnp.exp(-jnp.arange(min(max_distance, n) + 1).astype(jnp.float64) * beta)
-    every_pair = takes_every_pair(n, rank, max_distance)
-    table = _diagonal_weights(weights, n, rank, max_distance) if every_pair else weights
-    kernel = functools.partial(_smooth_sensitivity_kernel, rank=rank, max_distance=max_distance,
-                               every_pair=every_pair)
-    best, median = _in_chunks_on_cpu(kernel, n)(sorted_data, table, lower, upper)
+    # exp(-k beta) with the definition's operations, for the k <= min(K, n) that occur; made here, outside the
+    # CPU's chunked loop over trials, so that under vmap over beta they are made once per beta. The barrier
+    # keeps them a table of their own (XLA's float64 exp is not the same function in every fusion).
+    weights = jax.lax.optimization_barrier(jnp.exp(-jnp.arange(min(max_distance, n) + 1).astype(jnp.float64) * beta))
+    if takes_largest_gaps(n, rank, max_distance):
+        # The gaps depend on the data only: under vmap over beta (an epsilon grid) they are computed once.
+        kernel = functools.partial(_largest_gaps_kernel, rank=rank, max_distance=max_distance)
+        gaps, median = _in_chunks_on_cpu(kernel, n)(sorted_data, lower, upper)
+        best = jnp.max(weights * gaps)
+    else:
+        kernel = functools.partial(_divide_and_conquer_kernel, rank=rank, max_distance=max_distance)
+        best, median = _in_chunks_on_cpu(kernel, n)(sorted_data, weights, lower, upper)
     tail = jnp.exp(-(max_distance + 1) * beta) * (upper - lower)
     return jnp.maximum(best, tail), median
 
 
-def _smooth_sensitivity_kernel(sorted_data, table, lower, upper, rank, max_distance, every_pair):
+def _with_bounds(sorted_data, lower, upper, rank, max_distance):
+    """The data between the bounds, and whether a NaN (traced data skip the eager check) is among the values the
+    definition reads: it poisons the definition's max over all windows, so the kernels' too."""
     n = sorted_data.shape[0]
     padded = jnp.concatenate([jnp.full(1, lower), sorted_data, jnp.full(1, upper)])
-    if every_pair:
-        best = _every_pair_weighted(padded, table, rank, max_distance)
-    else:
-        best = _divide_and_conquer(padded, table, rank, max_distance)
-    # NaN (traced data skip the eager check) poisons the definition's max over all windows; so here too.
     used = padded[max(0, rank - max_distance - 1):min(n + 1, rank + max_distance + 1) + 1]
-    return jnp.where(jnp.any(jnp.isnan(used)), jnp.nan, best), sorted_data[rank - 1]
+    return padded, jnp.any(jnp.isnan(used))
+
+
+def _largest_gaps_kernel(sorted_data, lower, upper, rank, max_distance):
+    padded, nan = _with_bounds(sorted_data, lower, upper, rank, max_distance)
+    gaps = _largest_gaps(padded, rank, max_distance)
+    return jnp.where(nan, jnp.nan, gaps), sorted_data[rank - 1]
+
+
+def _divide_and_conquer_kernel(sorted_data, weights, lower, upper, rank, max_distance):
+    padded, nan = _with_bounds(sorted_data, lower, upper, rank, max_distance)
+    best = _divide_and_conquer(padded, weights, rank, max_distance)
+    return jnp.where(nan, jnp.nan, best), sorted_data[rank - 1]
 
 
 def median_smooth_sensitivity(data: Any, *, beta: float, lower: float, upper: float, clip: bool = False,
@@ -383,8 +412,8 @@ def median_smooth_sensitivity(data: Any, *, beta: float, lower: float, upper: fl
 
     Computed in O(n log n) time and O(n) memory by a divide and conquer that
     returns the definition's maximum of float64 products (module docstring);
-    on the CPU, for n up to 721 (or a small ``max_distance``), over every
-    pair, which is faster there.
+    on the CPU, for n up to 5789 (or a small ``max_distance``), from the
+    largest gap at each distance, which is faster there.
 
     Args:
       data: ``float64[n]`` in ``[lower, upper]``.
