@@ -20,15 +20,23 @@ Numerics (idealized: a float64 sample of the exact law):
 * **Piece**: inverse CDF on the masses scaled by the largest, ``exp(log_mass - max)``
   (the log-sum-exp shift: every term is in [0, 1] and the largest is 1, so nothing
   overflows whatever the log-masses), with one high-resolution uniform ``U``
-  (:func:`gpuprivacy.noise.uniform_from_words`, resolved to :math:`2^{-64}`): the first
-  ``j`` whose cumulative sum reaches ``U`` times the total. A term underflows to 0 only
-  when its piece is :math:`e^{-745}` times lighter than the heaviest, far below what a
+  (:func:`gpuprivacy.noise.uniform_from_words`, resolved to :math:`2^{-64}`), in two
+  levels: the first block of ``_BLOCK`` pieces whose cumulative sum of block masses
+  reaches ``U`` times the total, then the first piece of that block whose cumulative
+  sum reaches the target's share of the block. A term underflows to 0 only when its
+  piece is :math:`e^{-745}` times lighter than the heaviest, far below what a
   :math:`2^{-64}` uniform resolves, so the law drawn is the log-space inverse CDF's.
   (It replaced ``lax.cumlogsumexp``, which XLA:CPU runs at ~175 ns per element, 12x
-  ``exp`` and ``cumsum`` together: the samplers of the median studies spent most of their
-  time there.) A piece of log-mass ``-inf`` (zero length) is never chosen, and trailing
-  ``-inf`` padding never changes the draw (its terms are 0 and the shift is the same), so
-  tables of any padded size give the same value for the same key.
+  ``exp`` and ``cumsum`` together; the blocks replaced one cumulative sum over all the
+  pieces, which XLA:CPU runs as a tree of strided passes at ~9 ns per element: with
+  the blocks' masses a plain reduction, the chooser costs 2.3x less at 2000 pieces.)
+  Each cumulative sum is made exactly nondecreasing, a zero mass repeating the value
+  before it (a running max over the sums at positive masses: XLA's tree-ordered
+  ``cumsum`` can otherwise round a sum after a zero mass an ulp above the one before),
+  so a piece of mass 0 (log-mass ``-inf``, zero length) is never the first to reach
+  a target, and trailing ``-inf`` padding never changes the draw (its terms are 0, the
+  blocks before it and the shift are the same), so tables of any padded size give the
+  same value for the same key.
 * **Inside the piece**: the inverse survival function of the truncated exponential in log
   space (:func:`gpuprivacy.noise.truncated_exponential_inverse`, accurate for
   tiny, huge and infinite ``rate * length``), with another high-resolution uniform. A
@@ -58,18 +66,43 @@ class PiecewiseDraw(NamedTuple):
     index: Array
 
 
+# Pieces per block of the chooser: its cost is a pass over the pieces (exp, block sums) plus cumulative
+# sums over the blocks and inside one block. 16-256 cost the same (within 5%) at 2000 pieces on the
+# development VM; a fixed size keeps padded tables drawing the same (module docstring).
+_BLOCK = 64
+
+
+def _running_sums(mass: Array) -> Array:
+    """Cumulative sums of the nonnegative ``mass``, exactly nondecreasing, each zero mass repeating the sum
+    before it (module docstring): the running max of the sums taken at positive masses."""
+    sums = jnp.cumsum(mass)
+    return jax.lax.cummax(jnp.where(mass > 0, sums, 0.0))
+
+
 def choose_piece(uniform: Array, log_mass: Array) -> Array:
     """Index ``j`` with probability ``exp(log_mass[j]) / sum(exp(log_mass))`` (inverse CDF, max-shifted).
 
-    ``uniform`` must lie in (0, 1). ``side="left"`` returns the first ``j`` with
-    ``cdf[j] >= U * cdf[-1]``, ``cdf`` the cumulative sum of ``exp(log_mass - max(log_mass))``
-    (module docstring); a piece of mass 0 repeats the previous cumulative value and is never the
-    first to reach it, and the target is never 0 (``cdf[-1] >= 1``).
+    ``uniform`` must lie in (0, 1). The piece is found in two levels (module docstring): the first block
+    whose cumulative mass reaches ``U`` times the total, then in that block the first piece whose
+    cumulative mass reaches the target's share of the block. A piece of mass 0 is never chosen, and the
+    target is never 0 (the total is at least 1).
     """
+    size = log_mass.shape[0]
     top = jnp.max(log_mass)
-    cdf = jnp.cumsum(jnp.exp(log_mass - jnp.where(jnp.isfinite(top), top, 0.0)))
-    index = jnp.searchsorted(cdf, uniform * cdf[-1], side="left")
-    return jnp.minimum(index, log_mass.shape[0] - 1)
+    mass = jnp.exp(log_mass - jnp.where(jnp.isfinite(top), top, 0.0))
+    blocks = -(-size // _BLOCK)
+    mass = jnp.pad(mass, (0, blocks * _BLOCK - size)).reshape(blocks, _BLOCK)
+    totals = jnp.sum(mass, axis=1)
+    before_block = _running_sums(totals)
+    target = uniform * before_block[-1]
+    block = jnp.minimum(jnp.sum(before_block < target), blocks - 1)  # the first block reaching the target
+    reached = jnp.where(block > 0, before_block[jnp.maximum(block - 1, 0)], 0.0)
+    inside = _running_sums(mass[block])
+    # The target's share of the block, on the block's own sums; kept within (0, its total] against
+    # rounding, so that the piece found has positive mass.
+    share = (target - reached) / totals[block] * inside[-1]
+    share = jnp.clip(share, jnp.min(jnp.where(inside > 0, inside, jnp.inf)), inside[-1])
+    return jnp.minimum(block * _BLOCK + jnp.sum(inside < share), size - 1)
 
 
 def truncated_exponential_offset(tail: Array, rate: Array, length: Array) -> Array:

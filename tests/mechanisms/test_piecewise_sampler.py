@@ -5,7 +5,8 @@ replaced a log-space inverse CDF (``lax.cumlogsumexp``), and must draw the same 
 against the exact probabilities (chi-square, alpha 1e-6, with a power check against a slightly wrong
 law), against the log-space inverse CDF uniform by uniform, at log-masses far outside ``exp``'s range,
 and for the properties the mechanisms rely on (zero-mass pieces never chosen, padding never changes a
-draw).
+draw), over one block of pieces and over many (the chooser searches blocks of ``_BLOCK`` pieces, then a
+piece inside the block).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 from scipy import stats
 
-from gpuprivacy.mechanisms._piecewise_sampler import choose_piece
+from gpuprivacy.mechanisms._piecewise_sampler import _running_sums, choose_piece  # private: the sums the chooser searches
 
 ALPHA = 1e-6
 
@@ -89,3 +90,56 @@ def test_zero_mass_pieces_and_padding():
     # One piece with mass: always it, at the extremes of the uniform too.
     single = jnp.asarray([-jnp.inf, -jnp.inf, 3.0, -jnp.inf])
     assert set(np.asarray(jax.vmap(choose_piece, in_axes=(0, None))(uniforms, single))) == {2}
+
+
+def test_frequencies_over_many_blocks_with_power():
+    """The two-level search (blocks of ``_BLOCK`` pieces, then a piece) draws the law over 300 pieces, zero-mass
+    pieces included; the same draws reject masses 10% off on 30 of the pieces (power)."""
+    rng = np.random.default_rng(4)
+    log_mass = rng.normal(0.0, 1.0, 300)
+    log_mass[rng.random(300) < 0.3] = -np.inf
+    chosen = draws(log_mass, 600_000, seed=4)
+    p = np.exp(log_mass) / np.exp(log_mass).sum()
+    counts = np.bincount(chosen, minlength=p.size)
+    assert np.all(counts[p == 0] == 0)
+    keep = p > 0
+    assert chi_square_p(counts[keep], p[keep]) > ALPHA
+    wrong = np.exp(log_mass)
+    wrong[np.flatnonzero(keep)[:30]] *= 1.1
+    wrong /= wrong.sum()
+    assert chi_square_p(counts[keep], wrong[keep]) < ALPHA
+
+
+def test_zero_mass_pieces_at_block_boundaries_and_padding():
+    """Uniforms aimed at every cumulative boundary (where a zero-mass piece would be chosen if a sum after it
+    rounded above the one before) choose only pieces of positive mass, in every block and with the table
+    padded past more blocks. Random uniforms choose the same pieces with and without the padding (aimed ones
+    may not: the two programs may round a sum differently in its last bit, and an aimed uniform sits on it)."""
+    rng = np.random.default_rng(5)
+    log_mass = rng.normal(0.0, 2.0, 1000)
+    log_mass[rng.random(1000) < 0.5] = -np.inf
+    log_mass[::64] = -np.inf  # a zero mass first in every block
+    mass = np.exp(log_mass - np.max(log_mass))
+    cdf = np.cumsum(mass) / mass.sum()
+    aims = np.concatenate([cdf, np.nextafter(cdf, 0.0), np.nextafter(cdf, 1.0)])
+    choose = jax.jit(jax.vmap(choose_piece, in_axes=(0, None)))
+    padded = jnp.concatenate([jnp.asarray(log_mass), jnp.full(300, -jnp.inf)])
+    for table in (jnp.asarray(log_mass), padded):
+        chosen = np.asarray(choose(jnp.asarray(np.clip(aims, 2.0**-60, 1.0 - 2.0**-53)), table))
+        assert np.all(np.isfinite(log_mass[chosen]))
+    uniforms = jax.random.uniform(jax.random.key(5), (20_000,), jnp.float64, minval=2.0**-60, maxval=1.0)
+    np.testing.assert_array_equal(choose(uniforms, jnp.asarray(log_mass)), choose(uniforms, padded))
+
+
+def test_running_sums_are_nondecreasing_and_repeat_at_zero_masses():
+    """The chooser's cumulative sums over many blocks (a large table): nondecreasing, and equal to the sum before
+    at a zero mass, exactly. Power: XLA's ``cumsum`` of the same masses, a tree of partial sums, breaks both."""
+    rng = np.random.default_rng(6)
+    masses = rng.exponential(1.0, (20, 2000)) * 10.0 ** rng.integers(-8, 8, (20, 2000))
+    masses[rng.random((20, 2000)) < 0.4] = 0.0
+    ours = np.asarray(jax.jit(jax.vmap(_running_sums))(jnp.asarray(masses)))
+    plain = np.asarray(jax.jit(jax.vmap(jnp.cumsum))(jnp.asarray(masses)))
+    zero = masses[:, 1:] == 0.0
+    assert np.all(ours[:, 1:] >= ours[:, :-1]) and np.all(ours[:, 1:][zero] == ours[:, :-1][zero])
+    assert np.any(plain[:, 1:] < plain[:, :-1]) and np.any(plain[:, 1:][zero] != plain[:, :-1][zero])
+    np.testing.assert_allclose(ours[:, -1], masses.sum(axis=1), rtol=1e-12)
