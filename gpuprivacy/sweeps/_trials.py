@@ -239,21 +239,24 @@ def _draw_program(data: DataSpec, chunk: int, mesh: Mesh, example_args, with_sor
     return _compiled(cache_key, build, example_args)
 
 
-def _mechanism_program(mechanism, static, traced, n: int, chunk: int, group: int, mesh: Mesh, example_args,
-                       with_exact: bool):
+def _mechanism_program(mechanism, static, varying, shared, n: int, chunk: int, group: int, mesh: Mesh,
+                       example_args, with_exact: bool):
     """Runs a chunk of trials for ``group`` cells that differ only in their traced parameters, on the chunk's
-    shared datasets, each device its own rows. Work that depends on the data alone (a sort, the bounds, the
-    target) is not batched over the group, so it runs once per trial for the whole group."""
+    shared datasets, each device its own rows. The traced parameters that differ between the cells
+    (``varying``, stacked) are batched over the group; those equal in every cell (``shared``: the domain of an
+    epsilon grid, say) are traced but not batched. So work that depends on the data and the shared parameters
+    alone (a clip to the domain, a sort, the bounds, the target) runs once per trial for the whole group."""
     cache_key = ("mechanism", mechanism.name, id(mechanism.release), id(mechanism.exact) if with_exact else None,
-                 static, tuple(sorted(traced)), n, chunk, group, _devices(mesh))
+                 static, tuple(sorted(varying)), tuple(sorted(shared)), n, chunk, group, _devices(mesh))
 
     def build():
         one = _mechanism_fn(mechanism, static, with_exact)
+        trials = jax.vmap(one, in_axes=(0, 0, None))
 
-        def per_device(keys, x, traced_params):
-            trials = jax.vmap(one, in_axes=(0, 0, None))
-            return jax.vmap(trials, in_axes=(0, None, 0))(keys, x, traced_params)
-        return jax.shard_map(per_device, mesh=mesh, in_specs=(_GROUP_SHARDED, _SHARDED, _REPLICATED),
+        def per_device(keys, x, varying_params, shared_params):
+            return jax.vmap(lambda cell_keys, cell_params: trials(cell_keys, x, {**cell_params, **shared_params}))(
+                keys, varying_params)
+        return jax.shard_map(per_device, mesh=mesh, in_specs=(_GROUP_SHARDED, _SHARDED, _REPLICATED, _REPLICATED),
                              out_specs=_GROUP_SHARDED, check_vma=False)
     return _compiled(cache_key, build, example_args)
 
@@ -377,11 +380,15 @@ def run_cells(requests, data: DataSpec, num_trials: int, *, data_key: jax.Array 
         mode, hook, static, traced, _ = plans[members[0]]
         req = requests[members[0]]
         if mode == "program":
-            stacked = {k: jnp.stack([plans[m][3][k] for m in members]) for k in traced}
+            # Traced parameters equal in every cell of the group are passed once, not batched over the group.
+            values = {k: [plans[m][3][k] for m in members] for k in traced}
+            same = {k for k, v in values.items() if all(bool(jnp.array_equal(v[0], w)) for w in v[1:])}
+            params = ({k: jnp.stack(v) for k, v in values.items() if k not in same},
+                      {k: v[0] for k, v in values.items() if k in same})
             key_example = jax.ShapeDtypeStruct((len(members), chunk) + keys[0].shape[1:], keys[0].dtype)
-            run, seconds = _mechanism_program(req.mechanism, static, traced, data.n, chunk, len(members), mesh,
-                                              (key_example, x_example, stacked), exact)
-            programs[group] = (run, stacked, jnp.stack([keys[m] for m in members]))
+            run, seconds = _mechanism_program(req.mechanism, static, *params, data.n, chunk, len(members), mesh,
+                                              (key_example, x_example, *params), exact)
+            programs[group] = (run, params, jnp.stack([keys[m] for m in members]))
         else:
             run, seconds = _target_program(req.mechanism, tuple(sorted(req.params.items())), data.n, chunk, mesh,
                                            (x_example,), exact)
@@ -399,10 +406,10 @@ def run_cells(requests, data: DataSpec, num_trials: int, *, data_key: jax.Array 
         for group, members in groups.items():
             t0 = time.perf_counter()
             mode, hook, _, _, _ = plans[members[0]]
-            run, stacked, group_keys = programs[group]
+            run, params, group_keys = programs[group]
             x = drawn[-1] if requests[members[0]].mechanism.order_invariant else drawn[0]
             if mode == "program":
-                out = jax.tree_util.tree_map(np.asarray, run(group_keys[:, start:start + chunk], x, stacked))
+                out = jax.tree_util.tree_map(np.asarray, run(group_keys[:, start:start + chunk], x, *params))
                 for j, m in enumerate(members):
                     parts[m].append(jax.tree_util.tree_map(lambda leaf, j=j: leaf[j], out))
             else:

@@ -56,6 +56,28 @@ def test_data_only_work_runs_once_for_a_group_of_cells():
     assert "f64[5,16,37]" not in text and "f64[16,37]" in text  # ... but the data are not
 
 
+def test_traced_parameters_equal_in_every_cell_are_not_batched_over_the_group():
+    """The exponential-mechanism median takes its domain traced as well as epsilon. An epsilon grid with one
+    domain passes the domain once: the data clipped to it are not batched over the cells. Power: a grid that
+    also varies the domain batches them ([G, chunk, n]), as it must. Each cell's values are its values alone."""
+    mech = builtin_sweepables()["exponential-mechanism-median"]
+    assert set(_trials.traceable_parameters(mech, dict(epsilon=1.0, **PARAMS), _spec(n=37),
+                                            jnp.zeros(37))) == {"epsilon", "lower", "upper"}
+    epsilons = (0.25, 0.5, 1.0, 2.0, 4.0)
+    for lowers, batched in [((-5.0,) * 5, False), ((-5.0, -6.0, -5.0, -7.0, -5.0), True)]:
+        requests = [_trials.CellRequest(mech, dict(PARAMS, epsilon=e, lower=lo), jax.random.key(i))
+                    for i, (e, lo) in enumerate(zip(epsilons, lowers))]
+        _trials._PROGRAMS.clear()
+        block = _trials.run_cells(requests, _spec(n=37), 16, data_key=jax.random.key(1), chunk=16)
+        (program,) = [p for k, p in _trials._PROGRAMS.items() if k[0] == "mechanism"]
+        text = program.as_text()
+        assert "[5,16]" in text and ("f64[5,16,37]" in text) == batched
+        for request, got in zip(requests, block):
+            alone = _trials.run_cell(request.mechanism, request.params, _spec(n=37), request.cell_key, 16,
+                                     data_key=jax.random.key(1), chunk=16)
+            np.testing.assert_array_equal(got.values, alone.values)
+
+
 def test_release_diagnostics_and_exact_quantities_per_trial():
     mech = builtin_sweepables()["private-median"]
     params = dict(epsilon=1.0, min_density=0.15, radius=1.0, median_bound=10.0)
