@@ -46,6 +46,17 @@ def _statistic_release(key, data, epsilon, lower, upper, statistic, rank, pieces
     return piecewise_release(value, epsilon, center, j)
 
 
+def _levels_that_move(n: int, rank: int) -> int:
+    """Levels ``K`` of the rank-``rank`` order statistic's local bounds with every piece of positive length.
+
+    ``U_l = x_(rank + l)`` reaches ``upper`` at ``l = n - rank + 1`` and ``L_l = x_(rank - l)`` reaches ``lower``
+    at ``l = rank``; every piece past ``max(rank, n - rank + 1)`` has length 0, mass 0, and is never drawn. So
+    ``K`` one past that level gives the law of ``K = n + 1`` (the exact bounds, Durfee 2025, Sec. 3.1) with
+    about half the pieces for a median: the sampler's work is linear in the pieces.
+    """
+    return min(n + 1, max(rank, n - rank + 1) + 1)
+
+
 def _run(key, data, epsilon, lower, upper, clip, statistic, mechanism, guarantee_fn, *, quantile=None,
          median=False, max_pieces=None):
     require_x64(mechanism)
@@ -58,7 +69,7 @@ def _run(key, data, epsilon, lower, upper, clip, statistic, mechanism, guarantee
     pieces = 0
     if statistic == "order":
         rank = median_rank(n) if median else quantile_rank(quantile, n)
-        pieces = _max_pieces(max_pieces, n)
+        pieces = _max_pieces(max_pieces, n) if max_pieces is not None else _levels_that_move(n, rank)
     # The calling mechanism's own *_guarantee, with its own keywords (a quantile function also takes quantile).
     params = dict(epsilon=epsilon, lower=lower, upper=upper, clip=clip)
     if quantile is not None:
