@@ -200,9 +200,9 @@ def _largest_gaps(padded, rank, max_distance):
     ``i <= rank <= j`` with ``j - i - 1 = k``, from one pass over every pair (module docstring).
 
     ``padded`` is the sorted data between the bounds (``float64[n + 2]``). O(rows x columns) work, O(n) memory.
-    Row ``i``'s gaps to the columns ``j = rank + c`` go to ``k + 1 = rank - i + c``: the table holds ``k + R``
-    (``R = _ROWS_PER_STEP``) at index ``k + R``, and a step adds ``R`` rows, each one static slice of the columns
-    shifted within the step's window of the table. Padding rows read ``+inf`` (gaps of ``-inf``); the pair
+    Row ``i``'s gaps to the columns ``j = rank + c`` are at the distances ``k = rank - i - 1 + c``, a contiguous
+    run: the table holds the running max for ``k`` at index ``k + R`` (``R = _ROWS_PER_STEP``), and a step adds
+    ``R`` rows, each one static slice of the columns shifted within the step's window of the table. Padding rows read ``+inf`` (gaps of ``-inf``); the pair
     ``i = j = rank`` (k = -1) and distances past ``max_distance`` fall outside the table's part returned.
     """
     rows_per_step = _ROWS_PER_STEP
