@@ -34,9 +34,11 @@ Numerics (idealized: a float64 sample of the exact law):
   before it (a running max over the sums at positive masses: XLA's tree-ordered
   ``cumsum`` can otherwise round a sum after a zero mass an ulp above the one before),
   so a piece of mass 0 (log-mass ``-inf``, zero length) is never the first to reach
-  a target, and trailing ``-inf`` padding never changes the draw (its terms are 0, the
+  a target, and trailing ``-inf`` padding does not change the draw (its terms are 0, the
   blocks before it and the shift are the same), so tables of any padded size give the
-  same value for the same key.
+  same value for the same key. (Two compiled programs may still round a block's sum
+  differently in its last bit; that moves a draw only for a uniform within rounding of
+  a boundary, about 1e-16 per draw, and both pieces then have positive mass.)
 * **Inside the piece**: the inverse survival function of the truncated exponential in log
   space (:func:`gpuprivacy.noise.truncated_exponential_inverse`, accurate for
   tiny, huge and infinite ``rate * length``), with another high-resolution uniform. A
