@@ -35,3 +35,45 @@ def _release_compiled_programs():
 
     _trials._PROGRAMS.clear()
     jax.clear_caches()
+
+
+def _sandbox_workers() -> dict[int, int]:
+    """pid -> parent pid of every process running the sandbox worker (the template and its tracing children)."""
+    import os
+
+    found = {}
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else ():
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                if b"_sandbox_worker.py" not in fh.read():
+                    continue
+            with open(f"/proc/{entry}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] != "Z":
+            found[int(entry)] = int(fields[1])
+    return found
+
+
+@pytest.fixture(autouse=True)
+def _no_orphaned_sandbox_process(request):
+    """After every test, the only sandbox process of this run is at most one template, a child of this one.
+
+    A tracing child is killed by its template as soon as it answers; a template dies with its engine. Anything
+    else is a process we started that outlives its purpose.
+    """
+    yield
+    import os
+
+    from gpuprivacy.oracle import _sandbox
+
+    mine = {pid: parent for pid, parent in _sandbox_workers().items()
+            if parent == os.getpid() or parent in _sandbox_workers()}
+    template = _sandbox._WORKER.process.pid if _sandbox._WORKER.process is not None else None
+    stray = {pid: parent for pid, parent in mine.items() if pid != template}
+    assert not stray, f"{request.node.nodeid} left sandbox processes behind: {stray}"
+    orphans = {pid for pid, parent in _sandbox_workers().items() if parent == 1}
+    assert not orphans, f"orphaned sandbox workers (parent 1) after {request.node.nodeid}: {orphans}"

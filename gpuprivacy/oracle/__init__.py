@@ -29,6 +29,7 @@ from gpuprivacy.oracle._levels import evaluate_powerset as evaluate_powerset
 from gpuprivacy.oracle._rebuild_rules import OracleRefused as OracleRefused
 from gpuprivacy.oracle._rebuild_rules import RebuildLimits as RebuildLimits
 from gpuprivacy.oracle._sandbox import shutdown_worker as shutdown_worker
+from gpuprivacy.oracle._trust import PaddedOracle as PaddedOracle
 from gpuprivacy.oracle._trust import TrustedOracle as TrustedOracle
 from gpuprivacy.oracle._trust import UntrustedOracle as UntrustedOracle
 from gpuprivacy.oracle._trust import is_trusted as is_trusted

@@ -31,7 +31,7 @@ import jax
 import jax.numpy as jnp
 
 from gpuprivacy._search import count_at_most
-from gpuprivacy.oracle._trust import library_oracle
+from gpuprivacy.oracle._trust import PaddedOracle, is_trusted, library_oracle, pad_block
 
 # Up to this many removed rows, slot positions are found by comparing against all of them.
 COMPARE_ALL_WIDTH = 16
@@ -213,17 +213,25 @@ def blocks_from_bitmasks(sorted_data, masks, n, capacity):
     return gather_rows(sorted_data, positions, valid, n)
 
 
-@functools.lru_cache(maxsize=64)
 def padded_oracle(oracle_fn, capacity: int):
-    """``oracle_fn`` behind a fixed public block size ``capacity`` (cached: same object, no recompiles)."""
-    def padded(rows, valid):
-        extra = capacity - rows.shape[0]
-        pad_rows = jnp.zeros((extra,) + rows.shape[1:], rows.dtype)
-        value = oracle_fn(jnp.concatenate([rows, pad_rows]), jnp.concatenate([valid, jnp.zeros(extra, bool)]))
-        value = jnp.asarray(value)
-        if value.shape != ():
-            raise ValueError(f"the oracle must return a scalar, got shape {value.shape}. Reduce it to one number.")
-        return value.astype(jnp.float64)
+    """``oracle_fn`` behind a fixed public block size ``capacity``.
+
+    Padding adds invalid, zero slots only; it never changes who is trusted. A trusted or library oracle
+    comes back as a padded library oracle (cached: the same object, no recompiles). Anything else (an
+    analyst's function, an :func:`~gpuprivacy.oracle.untrusted` oracle) comes back as a
+    :class:`~gpuprivacy.oracle.PaddedOracle`, which the engine traces in the sandbox at ``capacity`` and pads
+    after the rebuild: the analyst's code still never runs in this process.
+    """
+    capacity = int(capacity)
+    if not is_trusted(oracle_fn):
+        return PaddedOracle(oracle_fn, capacity)
+    return pad_resolved(oracle_fn, capacity)
+
+
+@functools.lru_cache(maxsize=64)
+def pad_resolved(oracle_fn, capacity: int):
+    """Pads an oracle the gate already resolved (trusted, or rebuilt from the sandbox): engine code only."""
+    padded = pad_block(oracle_fn, capacity)
     form = order_statistic_form(oracle_fn)
     if form is not None:  # padding adds invalid slots only: the same statistic over a block of `capacity` slots
         order_statistic_oracle(padded, form.combine, capacity if form.size is None else form.size)

@@ -35,7 +35,7 @@ from jax.sharding import NamedSharding, PartitionSpec
 
 from gpuprivacy._checks import check_data, check_int
 from gpuprivacy.oracle._evaluate import DEFAULT_MAX_QUERIES, SUBSETS_AXIS, default_mesh, evaluate
-from gpuprivacy.oracle._isolation import apply_oracle, blocks_from_bitmasks, padded_oracle
+from gpuprivacy.oracle._isolation import apply_oracle, blocks_from_bitmasks, pad_resolved
 from gpuprivacy.oracle._trust import resolve_oracle
 from gpuprivacy.subsets import (
     EVALUATE_BYTES_PER_SUBSET,
@@ -98,7 +98,7 @@ def evaluate_levels(oracle_fn, data, *, depth: int, capacity: int | None = None,
     depth = min(check_int("depth", depth, minimum=0), n)
     plan_queries(n, depth, max_queries=max_queries, what=f"evaluating n={n} rows to depth {depth}")
     family = removals(n, depth)
-    oracle = padded_oracle(_resolve(oracle_fn, data, capacity), capacity)
+    oracle = pad_resolved(_resolve(oracle_fn, data, capacity), capacity)
     values = evaluate(oracle, data, family, chunk_size=chunk_size, progress=progress,
                       max_queries=None)  # planned above against this call's max_queries
     if verify_determinism:
@@ -206,7 +206,7 @@ def evaluate_powerset(oracle_fn, data, *, capacity: int | None = None,
     check_powerset_fits(n, bytes_per_subset=EVALUATE_BYTES_PER_SUBSET, extra_bytes=chunk_bytes,
                         what=f"evaluate_powerset (n={n}, capacity={capacity})")
     oracle_fn = _resolve(oracle_fn, data, capacity)  # before any data is touched
-    oracle = padded_oracle(oracle_fn, capacity)
+    oracle = pad_resolved(oracle_fn, capacity)
     sorted_data = jnp.asarray(data[canonical_order(data)])
     mesh = default_mesh()
     if mesh.shape[SUBSETS_AXIS] > 1:

@@ -67,17 +67,22 @@ cached, so repeated evaluations cost nothing extra.
 
 from __future__ import annotations
 
+import ast
+import atexit
 import hashlib
 import inspect
 import json
 import os
 import select
+import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import textwrap
 import threading
 import time
+import warnings
 import weakref
 from typing import Callable
 
@@ -86,57 +91,107 @@ import numpy as np
 
 from gpuprivacy.oracle._rebuild import OracleRefused as OracleRefused
 from gpuprivacy.oracle._rebuild import RebuildLimits as RebuildLimits
+from gpuprivacy.oracle._confine import PACKAGE_ENV, PARENT_ENV, TIMEOUT_ENV, UNCONFINED_ENV, features
 from gpuprivacy.oracle._rebuild import rebuild
 
-WORKER_MODULE = "gpuprivacy.oracle._sandbox_worker"
+WORKER_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_sandbox_worker.py")
 DEFAULT_TIMEOUT_S = 120.0
 MAX_RESPONSE_BYTES = 256 << 20
+# Seconds the worker may take to confine itself and import JAX (a loaded 2-core machine takes a few).
+START_TIMEOUT_S = 120.0
+# The documented opt-in for a machine whose kernel cannot confine the worker (macOS, an old Linux).
+ALLOW_UNCONFINED_ENV = "GPUPRIVACY_ALLOW_UNCONFINED"
+_PRIVATE_PREFIX = "gpuprivacy-sandbox-"
 
 
 class _Worker:
-    """One long-lived worker process; started lazily, restarted if it died."""
+    """The confined template process (started lazily, restarted if it died); it forks one child per request."""
 
     def __init__(self):
         self.process: subprocess.Popen | None = None
-        self.directory: tempfile.TemporaryDirectory | None = None
+        self.private_dir: str | None = None
         self.lock = threading.Lock()
         self.requests = 0  # requests sent (tests check the cache with it)
         self.starts = 0
+        self.confined: bool | None = None
+        self.force_unconfined = False  # test-only: the positive controls of the confinement tests
 
-    def _start(self) -> None:
-        self.directory = self.directory or tempfile.TemporaryDirectory(prefix="gpuprivacy-sandbox-")
-        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-        env = {"PATH": os.defpath, "PYTHONPATH": root, "PYTHONNOUSERSITE": "1", "PYTHONHASHSEED": "0",
-               "JAX_PLATFORMS": "cpu", "JAX_ENABLE_X64": "1", "HOME": self.directory.name,
-               "TMPDIR": self.directory.name, "XLA_FLAGS": "", "OMP_NUM_THREADS": "1"}
-        self.process = subprocess.Popen([sys.executable, "-m", WORKER_MODULE], stdin=subprocess.PIPE,
-                                        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                        cwd=self.directory.name, env=env, close_fds=True)
+    def _unconfined(self) -> bool:
+        """Whether to start the worker without kernel confinement, or raise if it may not run at all."""
+        if self.force_unconfined:
+            return True
+        missing = features()["missing"]
+        if not missing:
+            return False
+        if os.environ.get(ALLOW_UNCONFINED_ENV) == "1":
+            warnings.warn(f"untrusted oracles run UNCONFINED ({ALLOW_UNCONFINED_ENV}=1): this machine lacks "
+                          f"{'; '.join(missing)}. The analyst's code can read this user's files and memory.",
+                          RuntimeWarning, stacklevel=4)
+            return True
+        raise OracleRefused("untrusted oracles are refused on this machine: the sandbox cannot confine the "
+                            f"process that runs the analyst's code (missing: {'; '.join(missing)}). Run "
+                            "`gpuprivacy doctor` for details. To run them unconfined at your own risk, set "
+                            f"{ALLOW_UNCONFINED_ENV}=1; for code you wrote yourself, use gpuprivacy.oracle.trusted(f).")
+
+    def _start(self, timeout: float) -> None:
+        unconfined = self._unconfined()
+        env = {"PATH": os.defpath, "JAX_PLATFORMS": "cpu", "JAX_ENABLE_X64": "1", "XLA_FLAGS": "",
+               "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+               PARENT_ENV: str(os.getpid()), TIMEOUT_ENV: repr(float(timeout)),
+               PACKAGE_ENV: os.path.dirname(os.path.dirname(os.path.abspath(__file__)))}
+        if unconfined:
+            env[UNCONFINED_ENV] = "1"
+        # Its own session: a timeout kills the worker's whole process group, never only its first process.
+        self.process = subprocess.Popen([sys.executable, "-I", WORKER_PATH], stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd="/", env=env,
+                                        close_fds=True, start_new_session=True)
         self.starts += 1
+        try:
+            ready = json.loads(self._read_line(self.process, time.monotonic() + START_TIMEOUT_S))
+        except (OSError, TimeoutError, ValueError) as exc:
+            self.stop()
+            raise OracleRefused(f"the sandbox worker did not start ({exc})") from None
+        if not isinstance(ready, dict):
+            self.stop()
+            raise OracleRefused("the sandbox worker did not start (a malformed greeting)")
+        self.private_dir = ready.get("private_dir") if isinstance(ready.get("private_dir"), str) else None
+        if "error" in ready:
+            self.stop()
+            raise OracleRefused(f"untrusted oracles are refused: the sandbox worker could not confine itself "
+                                f"({str(ready['error'])[:500]}). Run `gpuprivacy doctor` for details.")
+        self.confined = ready.get("confined") is True
 
     def stop(self) -> None:
         process, self.process = self.process, None
-        if process is not None and process.poll() is None:
-            process.kill()
-            process.wait()
         if process is not None:
+            try:
+                os.killpg(process.pid, signal.SIGKILL)  # the template and any child it forked
+            except (ProcessLookupError, PermissionError):
+                pass
+            process.wait()
             for stream in (process.stdin, process.stdout):
                 try:
                     stream.close()
                 except OSError:
                     pass
+        private, self.private_dir = self.private_dir, None
+        # The worker names its directory; it is only removed if it is one of ours in the temp directory.
+        if private and os.path.dirname(private) == tempfile.gettempdir() and \
+                os.path.basename(private).startswith(_PRIVATE_PREFIX):
+            shutil.rmtree(private, ignore_errors=True)
 
     def request(self, message: dict, timeout: float, oracle_name: str) -> dict:
         with self.lock:
             if self.process is None or self.process.poll() is not None:
                 self.stop()
-                self._start()
+                self._start(timeout)
             self.requests += 1
             process = self.process
             try:
                 process.stdin.write((json.dumps(message) + "\n").encode())
                 process.stdin.flush()
-                line = self._read_line(process, time.monotonic() + timeout)
+                # The template times its child out first and stays usable; this is the backstop.
+                line = self._read_line(process, time.monotonic() + timeout + 10.0)
             except (OSError, TimeoutError, ValueError) as exc:
                 self.stop()
                 raise OracleRefused(f"oracle {oracle_name!r} refused: the sandbox failed ({exc})") from None
@@ -173,6 +228,7 @@ class _Worker:
 
 
 _WORKER = _Worker()
+atexit.register(_WORKER.stop)
 _CACHE: dict[tuple, Callable] = {}
 
 
@@ -195,7 +251,7 @@ def trace_in_sandbox(*, source: str | None = None, name: str | None = None, path
     Args:
       source: Python source text defining the oracle (or ``path``).
       name: the name of the oracle function in that source.
-      path: a file holding the source (the worker reads it).
+      path: a file holding the source (read here: the confined worker can read no file).
       rows_shape, rows_dtype, capacity: the abstract block.
       timeout: seconds before the worker is killed and the oracle refused.
       extra: further request fields (closure values, function source; see :func:`sandboxed_oracle`).
@@ -207,10 +263,11 @@ def trace_in_sandbox(*, source: str | None = None, name: str | None = None, path
         raise ValueError("trace_in_sandbox needs a name and exactly one of source= or path=.")
     message = {"name": name, "rows_shape": [int(d) for d in rows_shape], "rows_dtype": np.dtype(rows_dtype).name,
                "capacity": int(capacity), **_config_message(), **(extra or {})}
-    if source is not None:
-        message["source"] = source
-    else:
-        message["path"] = os.path.abspath(path)
+    if source is None:
+        with open(path, encoding="utf-8") as fh:
+            source = fh.read()
+        message.setdefault("filename", os.path.abspath(path))
+    message["source"] = source
     return _WORKER.request(message, timeout, name)
 
 
@@ -255,6 +312,10 @@ def _build_callable_request(fn) -> tuple[str, str, dict]:
         fn_source = textwrap.dedent(inspect.getsource(fn))
     except (OSError, TypeError):
         raise OracleRefused(f"oracle {label!r} refused: its source is not available") from None
+    if getattr(module, "__name__", None) == "__main__":
+        # A script's top level is the data holder's program (it calls the engine, reads the data): it is never
+        # run in the worker. Only its imports, literal constants and function definitions are sent.
+        module_source = script_definitions(module_source, label)
     extra: dict = {"filename": getattr(module, "__file__", None) or "<oracle>"}
     cells = fn.__closure__ or ()
     if cells or fn.__qualname__ != fn.__name__:
@@ -270,6 +331,45 @@ def _build_callable_request(fn) -> tuple[str, str, dict]:
         extra["closure"] = closure
         extra["function_source"] = fn_source
     return module_source, fn.__name__, extra
+
+
+def _is_literal(node) -> bool:
+    try:
+        ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False
+    return True
+
+
+def script_definitions(source: str, label: str = "oracle") -> str:
+    """The part of a script that defines things: imports (but gpuprivacy's), literal constants, functions.
+
+    Everything else at the top level (calls, loops, reading data, starting the engine) is dropped, so
+    sandboxing a function defined in ``python study.py`` never re-runs the study.
+    """
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as error:
+        raise OracleRefused(f"oracle {label!r} refused: its script does not parse ({error.msg}, line "
+                            f"{error.lineno})") from None
+    kept = []
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            node.names = [a for a in node.names if a.name.split(".")[0] != "gpuprivacy"]
+            keep = bool(node.names)
+        elif isinstance(node, ast.ImportFrom):
+            keep = node.level == 0 and (node.module or "").split(".")[0] != "gpuprivacy"
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            keep = True
+        elif isinstance(node, ast.Assign):
+            keep = all(isinstance(t, ast.Name) for t in node.targets) and _is_literal(node.value)
+        elif isinstance(node, ast.AnnAssign):
+            keep = isinstance(node.target, ast.Name) and node.value is not None and _is_literal(node.value)
+        else:
+            keep = False
+        if keep:
+            kept.append(node)
+    return ast.unparse(ast.Module(body=kept, type_ignores=[]))
 
 
 def sandboxed_oracle(oracle: Callable | None = None, *, source: str | None = None, name: str | None = None,

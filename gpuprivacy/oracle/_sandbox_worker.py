@@ -1,19 +1,26 @@
-"""The oracle tracing worker: runs in a separate process that holds no data.
+"""The oracle tracing worker: a confined process that holds no data and serves each oracle from a fresh fork.
 
-Started by :mod:`gpuprivacy.oracle._sandbox` as
-``python -m gpuprivacy.oracle._sandbox_worker``. Protocol: one JSON request
-per line on stdin, one JSON response per line on stdout, for as many
-requests as the engine sends. A request names the oracle by source text
-(``{"source": ..., "name": ...}``) or by a file (``{"path": ..., "name": ...}``)
-and gives the abstract block (``rows_shape``, ``rows_dtype``, ``capacity``).
-The worker execs the source in a fresh module namespace, traces the
-UNBATCHED oracle with :func:`jax.make_jaxpr` and answers with the jaxpr
-encoded as plain JSON data (see :func:`encode_closed_jaxpr`), or
-``{"error": message}``.
+Started by :mod:`gpuprivacy.oracle._sandbox` as ``python -I <this file>``
+(by path, so that no other gpuprivacy module is imported). Before it imports
+NumPy or JAX it confines itself with the kernel (:mod:`._confine`: Landlock,
+seccomp, no_new_privs, an unprivileged user namespace for root, rlimits, the
+parent-death signal). It then imports JAX once (the *template*) and answers
+``{"ready": ...}``.
 
-Nothing this worker returns is trusted: the oracle's own code ran here and
-may have rewritten any of it (including this encoder). The worker therefore
-does no validation that matters; it only encodes. The engine validates and
+Protocol: one JSON request per line on stdin, one JSON response per line on
+stdout. A request carries an oracle's source text (``{"source", "name"}``;
+the worker cannot read files) and the abstract block (``rows_shape``,
+``rows_dtype``, ``capacity``). For every request the template forks a child
+that has seen no analyst code; the child closes the template's pipes, narrows
+itself further (no new process, a CPU budget, a nested Landlock domain with its
+own scratch directory, so it cannot signal the template), execs the source,
+traces the UNBATCHED oracle with :func:`jax.make_jaxpr` and writes the jaxpr
+as plain JSON (see :func:`encode_closed_jaxpr`), or ``{"error": message}``, to
+a pipe of its own. The template then kills it and relays the answer. So one
+analyst's code never sees, or shapes, another's request.
+
+Nothing this worker returns is trusted: the oracle's code ran in the child and
+may have rewritten any of it (this encoder included). The engine validates and
 rebuilds (:mod:`gpuprivacy.oracle._rebuild`).
 
 This module must not import the rest of gpuprivacy (the engine side must not
@@ -24,16 +31,24 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import importlib.util
 import json
 import os
+import select
+import shutil
+import signal
 import sys
+import tempfile
+import time
 import traceback
 import types
 
-import numpy as np
-
 MAX_ERROR_CHARS = 2000
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
+MAX_ANSWER_BYTES = 256 << 20
+
+if __name__ != "__main__":  # imported (the engine's tests, tools): NumPy now; as the worker, after confinement
+    import numpy as np
 
 _STRUCT_NAMES = ("GatherDimensionNumbers", "ScatterDimensionNumbers", "ConvDimensionNumbers",
                  "_LinearSolveTuple")
@@ -164,12 +179,8 @@ def _configure(request: dict) -> None:
 def _load(request: dict):
     source = request.get("source")
     filename = request.get("filename") or "<oracle>"
-    if source is None and request.get("path"):
-        filename = request["path"]
-        with open(filename, encoding="utf-8") as fh:
-            source = fh.read()
     if not isinstance(source, str):
-        raise ValueError("the request names no oracle source")
+        raise ValueError("the request carries no oracle source text")
     module = types.ModuleType("gpuprivacy_sandboxed_oracle")
     module.__file__ = filename
     sys.modules[module.__name__] = module  # dataclasses and friends look their module up
@@ -203,26 +214,163 @@ def handle(request: dict) -> dict:
     return {"version": PROTOCOL_VERSION, "jax_version": jax.__version__, "jaxpr": encode_closed_jaxpr(closed)}
 
 
+def _answer(request: dict) -> str:
+    try:
+        response = handle(request)
+    except BaseException as exc:  # noqa: BLE001  (everything goes back as text)
+        message = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+        response = {"error": message[:MAX_ERROR_CHARS]}
+    try:
+        return json.dumps(response, allow_nan=False)
+    except (TypeError, ValueError, RecursionError) as exc:
+        return json.dumps({"error": f"unencodable response: {exc}"[:MAX_ERROR_CHARS]})
+
+
+def _child(request: dict, answer_fd: int, scratch: str, confine, template_pid: int, timeout: float) -> None:
+    """In the forked child: shed the template's pipes, narrow, trace, answer, exit. Never returns."""
+    try:
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1):  # the template's protocol pipes: the analyst's code never holds them
+            os.dup2(null, fd)
+        os.closerange(3, answer_fd)
+        os.closerange(answer_fd + 1, 1 << 16)
+        os.chdir(scratch)
+        os.environ["HOME"] = os.environ["TMPDIR"] = tempfile.tempdir = scratch
+        if confine is not None:
+            confine.confine_child(parent_pid=template_pid, cpu_seconds=int(timeout) + 1, scratch=scratch)
+        text = _answer(request).encode()
+        view = memoryview(text + b"\n")
+        while view:
+            view = view[os.write(answer_fd, view):]
+    except BaseException:  # noqa: BLE001  (no answer: the template reports that; stderr is the engine's sink)
+        traceback.print_exc()
+    finally:
+        os._exit(0)
+
+
+def _serve(request: dict, confine, private: str, timeout: float) -> str:
+    """Forks a pristine child for one request and returns its answer line (or an error)."""
+    scratch = tempfile.mkdtemp(prefix="oracle-", dir=private)
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read_fd)
+        _child(request, write_fd, scratch, confine, os.getppid(), timeout)
+    os.close(write_fd)
+    try:
+        return _read_answer(read_fd, time.monotonic() + timeout)
+    finally:
+        os.close(read_fd)
+        try:
+            os.kill(pid, signal.SIGKILL)  # whatever it left running (threads) ends with it
+        except ProcessLookupError:
+            pass
+        os.waitpid(pid, 0)
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _read_answer(fd: int, deadline: float) -> str:
+    chunks, size = [], 0
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return json.dumps({"error": "tracing timed out"})
+        ready, _, _ = select.select([fd], [], [], left)
+        if not ready:
+            continue
+        chunk = os.read(fd, 1 << 20)
+        if not chunk:
+            return json.dumps({"error": "the tracing process exited without an answer"})
+        newline = chunk.find(b"\n")
+        chunks.append(chunk if newline < 0 else chunk[:newline])
+        size += len(chunks[-1])
+        if size > MAX_ANSWER_BYTES:
+            return json.dumps({"error": "the answer is too large"})
+        if newline >= 0:
+            return b"".join(chunks).decode("utf-8", errors="replace")
+
+
+class _PackageFinder:
+    """Finds gpuprivacy in its own (read-only) directory: the worker runs isolated (``-I``), and Landlock lets it
+    read that directory but not the one above it, which a path entry would have to list."""
+
+    def __init__(self, directory: str):
+        self.directory = directory
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "gpuprivacy":
+            return None
+        return importlib.util.spec_from_file_location(name, os.path.join(self.directory, "__init__.py"),
+                                                      submodule_search_locations=[self.directory])
+
+
+def _before_fork(request: dict) -> None:
+    """Imports gpuprivacy in the template when a request's source uses it: once, our code, and not paid by
+    oracles that do not (a fork's imports are lost with it)."""
+    text = f"{request.get('source')}{request.get('function_source')}"
+    if "gpuprivacy" in text and "gpuprivacy" not in sys.modules and any(
+            isinstance(f, _PackageFinder) for f in sys.meta_path):
+        try:
+            import gpuprivacy  # noqa: F401
+        except Exception:  # noqa: BLE001  (the child's own import then reports the error)
+            pass
+
+
+def _load_confinement():
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_confine.py")
+    spec = importlib.util.spec_from_file_location("gpuprivacy_sandbox_confine", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def main() -> None:
-    # The protocol owns the original stdout; anything the oracle prints goes to stderr.
+    global np
+    # The protocol owns the original stdout; anything else printed goes to stderr (the engine discards it).
     protocol = os.fdopen(os.dup(sys.stdout.fileno()), "w", encoding="utf-8")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
-    for line in sys.stdin:
-        if not line.strip():
-            continue
-        try:
-            response = handle(json.loads(line))
-        except BaseException as exc:  # noqa: BLE001  (everything goes back as text)
-            if isinstance(exc, (KeyboardInterrupt, SystemExit)) and not isinstance(exc, SystemExit):
-                raise
-            message = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-            response = {"error": message[:MAX_ERROR_CHARS]}
-        try:
-            text = json.dumps(response, allow_nan=False)
-        except (TypeError, ValueError) as exc:
-            text = json.dumps({"error": f"unencodable response: {exc}"[:MAX_ERROR_CHARS]})
-        protocol.write(text + "\n")
-        protocol.flush()
+    confine = _load_confinement()  # the environment's names live there: the engine loads it too
+    parent = int(os.environ.get(confine.PARENT_ENV, "0")) or os.getppid()
+    timeout = float(os.environ.get(confine.TIMEOUT_ENV, "120"))
+    private = tempfile.mkdtemp(prefix="gpuprivacy-sandbox-")
+    package = os.environ.get(confine.PACKAGE_ENV)
+    if package and os.path.isfile(os.path.join(package, "__init__.py")):
+        sys.meta_path.insert(0, _PackageFinder(package))
+    ready = {"ready": PROTOCOL_VERSION, "private_dir": private, "confined": False}
+    try:
+        if os.environ.get(confine.UNCONFINED_ENV) == "1":
+            confine.die_with_parent(parent)
+            confine = None
+        else:
+            confine.confine(private_dir=private, parent_pid=parent, allow_processes=True)
+            ready["confined"] = True
+        os.chdir(private)
+        os.environ["HOME"] = os.environ["TMPDIR"] = tempfile.tempdir = private
+        import numpy  # the template imports NumPy and JAX once; every child starts from here
+        import jax  # noqa: F401
+        np = numpy
+    except Exception as exc:  # noqa: BLE001  (the engine reports it and refuses the oracle)
+        ready = {"error": f"{type(exc).__name__}: {exc}"[:MAX_ERROR_CHARS], "private_dir": private}
+    protocol.write(json.dumps(ready) + "\n")
+    protocol.flush()
+    if "error" in ready:
+        shutil.rmtree(private, ignore_errors=True)
+        return
+    try:
+        for line in sys.stdin:
+            if not line.strip():
+                continue
+            try:
+                request = json.loads(line)
+            except ValueError:
+                text = json.dumps({"error": "the request is not JSON"})
+            else:
+                _before_fork(request)
+                text = _serve(request, confine, private, timeout)
+            protocol.write(text + "\n")
+            protocol.flush()
+    finally:
+        shutil.rmtree(private, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -86,6 +86,37 @@ class UntrustedOracle:
         return hashlib.sha256(self.source.encode()).hexdigest()[:16]
 
 
+@dataclasses.dataclass(frozen=True)
+class PaddedOracle:
+    """An oracle that is not trusted, to be run behind a public block size (see
+    :func:`~gpuprivacy.oracle.padded_oracle`): traced in the sandbox at ``capacity``, padded after the rebuild.
+    """
+
+    oracle: Any
+    capacity: int
+
+    def __call__(self, rows, valid):
+        raise TypeError("a padded untrusted oracle runs only inside gpuprivacy's engine: pass it to "
+                        "gpuprivacy.oracle.evaluate, a privacy wrapper or a black-box estimator.")
+
+
+def pad_block(oracle_fn: Callable, capacity: int) -> Callable:
+    """``oracle_fn`` on blocks zero-padded (invalid slots) to ``capacity`` rows, returning a float64 scalar."""
+    import jax.numpy as jnp
+
+    def padded(rows, valid):
+        extra = capacity - rows.shape[0]
+        if extra < 0:
+            raise ValueError(f"a block of {rows.shape[0]} rows does not fit the padded capacity {capacity}.")
+        pad_rows = jnp.zeros((extra,) + rows.shape[1:], rows.dtype)
+        value = oracle_fn(jnp.concatenate([rows, pad_rows]), jnp.concatenate([valid, jnp.zeros(extra, bool)]))
+        value = jnp.asarray(value)
+        if value.shape != ():
+            raise ValueError(f"the oracle must return a scalar, got shape {value.shape}. Reduce it to one number.")
+        return value.astype(jnp.float64)
+    return padded
+
+
 def trusted(fn: Callable) -> TrustedOracle:
     """Marks ``fn`` as trusted: the engine runs it in its own process, without the sandbox.
 
@@ -102,7 +133,7 @@ def trusted(fn: Callable) -> TrustedOracle:
       >>> oracle.evaluate(f, np.arange(4.0), subsets.removals(4, 1)).tolist()
       [6.0, 6.0, 5.0, 4.0, 3.0]
     """
-    if isinstance(fn, (TrustedOracle, UntrustedOracle)):
+    if isinstance(fn, (TrustedOracle, UntrustedOracle, PaddedOracle)):
         raise TypeError(f"trusted() takes a plain function, got a {type(fn).__name__}.")
     if not callable(fn):
         raise TypeError(f"trusted() takes a function f(rows, valid) -> value, got {fn!r}.")
@@ -180,6 +211,13 @@ def resolve_oracle(oracle: Any, *, rows_shape, rows_dtype, capacity: int) -> Cal
         return oracle.fn
     if is_trusted(oracle):
         return oracle
+    if isinstance(oracle, PaddedOracle):
+        if rows_shape[0] > oracle.capacity:
+            raise ValueError(f"blocks of {rows_shape[0]} rows do not fit the padded oracle's capacity "
+                             f"{oracle.capacity}; pad to at least {rows_shape[0]}.")
+        inner = resolve_oracle(oracle.oracle, rows_shape=(oracle.capacity,) + tuple(rows_shape[1:]),
+                               rows_dtype=rows_dtype, capacity=oracle.capacity)
+        return pad_block(inner, oracle.capacity)
     try:
         is_factory = oracle in _FACTORIES
     except TypeError:

@@ -91,7 +91,7 @@ def _programs():
     dm, dm_args = _cache_kernel(_bounded_range._dm_release, f64, key, jnp.float64(3.0), depth, tau=5, epsilon=1.0,
                                 rr=10.0)
     levels = jax.ShapeDtypeStruct((subsets.query_count(n, 5),), jnp.float64)
-    write, _ = _levels._powerset_kernels(_levels.padded_oracle(oracle.median, 32), n, 32, 1 << 16, 256)
+    write, _ = _levels._powerset_kernels(oracle.padded_oracle(oracle.median, 32), n, 32, 1 << 16, 256)
     return {
         "level_reduce": (lambda v: subsets.level_reduce(v, n, "min", None), (f64,)),
         "subset_max": (lambda v: subsets.subset_max(v, n), (f64,)),
