@@ -77,7 +77,8 @@ def build_parser() -> argparse.ArgumentParser:
     what.add_argument("--statistic", choices=sorted(ORACLES), help="library oracle")
     what.add_argument("--oracle", type=_oracle_spec, metavar="FILE.py:NAME",
                       help="an analyst's (untrusted) oracle f(rows, valid) in FILE.py; it is traced only in the "
-                           "sandbox process, never imported here (sens-o-matic, blackbox, laplace, gaussian)")
+                           "sandbox process, never imported here (sens-o-matic, blackbox; laplace and gaussian "
+                           "with --clamp LO HI)")
     est.add_argument("--param", action="append", type=_param, default=[], metavar="NAME=VALUE",
                      help="statistic parameter, e.g. --param q=0.9 (repeatable)")
     est.add_argument("--mechanism", required=True, choices=sorted(ESTIMATORS),
@@ -160,6 +161,8 @@ def _register_builtin_subcommands() -> None:
     register_subcommand(add_audit_parser)
     from gpuprivacy.cli._bound import add_bound_parser
     register_subcommand(add_bound_parser)
+    from gpuprivacy.cli._doctor import add_doctor_parser
+    register_subcommand(add_doctor_parser)
 
 
 _register_builtin_subcommands()
@@ -260,7 +263,7 @@ def cmd_estimate(args) -> None:
         if args.mechanism not in _ANY_ORACLE:
             raise ValueError(f"--mechanism {args.mechanism} releases a named statistic from its closed-form local "
                              f"bounds; pass --statistic. An analyst's --oracle works with "
-                             f"{', '.join(sorted(_ANY_ORACLE))}.")
+                             f"{', '.join(sorted(_ANY_ORACLE))} (laplace and gaussian with --clamp LO HI).")
         if args.param:
             raise ValueError("--param sets a library statistic's parameters; an --oracle file takes none.")
         from gpuprivacy.oracle import untrusted
@@ -276,6 +279,10 @@ def cmd_estimate(args) -> None:
                "seed": seed, **result}
     text = (f"{statistic}({args.column}) released by {args.mechanism}: {result['value']!r}\n"
             f"guarantee: {result['guarantee']}  seed: {seed}")
+    if "clamp" in result:
+        lower, upper = result["clamp"]
+        text += f"\nthe oracle's value was clamped to [{lower!r}, {upper!r}] before noise (sensitivity " \
+                f"{result['sensitivity']!r})"
     _emit(args, payload, text)
 
 
