@@ -35,8 +35,8 @@ def _verdict(missing: list, allow_env: str) -> str:
 def run_doctor(args) -> None:
     import jax
 
-    from gpuprivacy.oracle._confine import features
-    from gpuprivacy.oracle._sandbox import ALLOW_UNCONFINED_ENV
+    from gpuprivacy.oracle import ALLOW_UNCONFINED_ENV
+    from gpuprivacy.oracle import sandbox_features as features
 
     found = features()
     missing = list(found.get("missing", []))

@@ -24,7 +24,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from gpuprivacy.cli._estimate_common import Estimator, guarantee_json, statistic_on_full_data
+from gpuprivacy.cli._estimate_common import ANY_ORACLE, Estimator, guarantee_json, statistic_on_full_data
 from gpuprivacy.oracle import is_trusted
 
 
@@ -38,9 +38,7 @@ def add_arguments(group) -> None:
 
 
 def _sensitivity_free_mechanisms() -> str:
-    from gpuprivacy.cli._main import _ANY_ORACLE
-
-    return ", ".join(f"--mechanism {name}" for name in sorted(set(_ANY_ORACLE) - {"laplace", "gaussian"}))
+    return ", ".join(f"--mechanism {name}" for name in sorted(set(ANY_ORACLE) - {"laplace", "gaussian"}))
 
 
 def _oracle_clamp(args, mechanism, oracle_fn) -> tuple[float, float, float] | None:

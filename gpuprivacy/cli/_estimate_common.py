@@ -16,6 +16,9 @@ from typing import Any, Callable
 import jax
 import numpy as np
 
+# Mechanisms that take an analyst's --oracle (laplace and gaussian only with --clamp).
+ANY_ORACLE = ("sens-o-matic", "blackbox", "laplace", "gaussian")
+
 
 @dataclasses.dataclass(frozen=True)
 class Estimator:

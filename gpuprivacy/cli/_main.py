@@ -13,6 +13,7 @@ import platform
 import sys
 from pathlib import Path
 
+from gpuprivacy.cli._estimate_common import ANY_ORACLE
 from gpuprivacy.cli._types import finite_float, seed_argument
 
 EXIT_BAD_INPUT = 2
@@ -33,7 +34,6 @@ def _delta(text):
 
 
 # Mechanisms that take any oracle (the others release a named statistic from closed-form local bounds).
-_ANY_ORACLE = ("sens-o-matic", "blackbox", "laplace", "gaussian")
 
 
 def _oracle_spec(text):
@@ -260,10 +260,10 @@ def cmd_estimate(args) -> None:
                          f"--upper {upper}.")
     data = read_csv_column(args.data, args.column)
     if args.oracle is not None:
-        if args.mechanism not in _ANY_ORACLE:
+        if args.mechanism not in ANY_ORACLE:
             raise ValueError(f"--mechanism {args.mechanism} releases a named statistic from its closed-form local "
                              f"bounds; pass --statistic. An analyst's --oracle works with "
-                             f"{', '.join(sorted(_ANY_ORACLE))} (laplace and gaussian with --clamp LO HI).")
+                             f"{', '.join(sorted(ANY_ORACLE))} (laplace and gaussian with --clamp LO HI).")
         if args.param:
             raise ValueError("--param sets a library statistic's parameters; an --oracle file takes none.")
         from gpuprivacy.oracle import untrusted

@@ -28,6 +28,8 @@ from gpuprivacy.oracle._levels import to_powerset as to_powerset
 from gpuprivacy.oracle._levels import evaluate_powerset as evaluate_powerset
 from gpuprivacy.oracle._rebuild_rules import OracleRefused as OracleRefused
 from gpuprivacy.oracle._rebuild_rules import RebuildLimits as RebuildLimits
+from gpuprivacy.oracle._confine import features as sandbox_features  # noqa: F401  (re-exported)
+from gpuprivacy.oracle._sandbox import ALLOW_UNCONFINED_ENV as ALLOW_UNCONFINED_ENV
 from gpuprivacy.oracle._sandbox import shutdown_worker as shutdown_worker
 from gpuprivacy.oracle._trust import PaddedOracle as PaddedOracle
 from gpuprivacy.oracle._trust import TrustedOracle as TrustedOracle

@@ -310,8 +310,8 @@ def _before_fork(request: dict) -> None:
     text = f"{request.get('source')}{request.get('function_source')}"
     if "gpuprivacy" in text and "gpuprivacy" not in sys.modules and any(
             isinstance(f, _PackageFinder) for f in sys.meta_path):
-        try:
-            import gpuprivacy  # noqa: F401
+        try:  # by name: this module never imports the package for itself (the analyst's source asked for it)
+            importlib.import_module("gpuprivacy")
         except Exception:  # noqa: BLE001  (the child's own import then reports the error)
             pass
 

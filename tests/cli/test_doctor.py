@@ -3,11 +3,10 @@
 import json
 
 import jax
-
-from gpuprivacy.oracle import _confine
 import pytest
 
 from gpuprivacy.cli import main
+from gpuprivacy.oracle import _confine
 
 KEYS = {"platform", "machine", "landlock_abi", "landlock_fs", "landlock_net", "landlock_scopes", "seccomp",
         "no_new_privs", "uid", "missing", "jax_version", "backend", "num_devices", "untrusted_oracles"}
@@ -46,7 +45,7 @@ def _old_kernel():
 
 def test_a_machine_missing_features_refuses_untrusted_oracles(capsys, monkeypatch):
     monkeypatch.delenv("GPUPRIVACY_ALLOW_UNCONFINED", raising=False)
-    monkeypatch.setattr("gpuprivacy.oracle._confine.features", _old_kernel)
+    monkeypatch.setattr("gpuprivacy.oracle.sandbox_features", _old_kernel)
     assert main(["doctor", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["untrusted_oracles"] == "refused"
     assert main(["doctor"]) == 0
@@ -59,7 +58,7 @@ def test_a_machine_missing_features_refuses_untrusted_oracles(capsys, monkeypatc
 
 def test_the_opt_in_is_reported_as_unconfined(capsys, monkeypatch):
     monkeypatch.setenv("GPUPRIVACY_ALLOW_UNCONFINED", "1")
-    monkeypatch.setattr("gpuprivacy.oracle._confine.features", _old_kernel)
+    monkeypatch.setattr("gpuprivacy.oracle.sandbox_features", _old_kernel)
     assert main(["doctor", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["untrusted_oracles"] == "unconfined"
     assert main(["doctor"]) == 0
