@@ -2,7 +2,13 @@
 
 Every key, type, dtype, shape and size is checked here, against the rules of
 :mod:`gpuprivacy.oracle._rebuild_rules`; the tree contributes names and plain
-data, never objects or code.
+data, never objects or code. Refused here: malformed or oversized trees,
+primitives off the allow-list, effects, parameter values that are not plain
+data (opaque objects, dropped values outside sharding slots, unknown enums and
+structures, jaxprs where none belongs), and parameter names a primitive does
+not have in JAX 0.10.2 (:func:`~gpuprivacy.oracle._rebuild_params.check_param_names`).
+Parameter VALUES are checked against the operands' ranks later, by the
+evaluator, right before each primitive is bound.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ from typing import Callable
 
 import numpy as np
 
+from gpuprivacy.oracle._rebuild_params import check_param_names
 from gpuprivacy.oracle._rebuild_rules import (ALLOWED_PRIMITIVES, INLINED, SCATTERS, _DTYPES, _ENUMS, _IGNORED_KEYS,
                                              _SHARDING_KEYS, _STRUCT_FIELDS, _STRUCTS, RebuildLimits)
 
@@ -247,6 +254,8 @@ class _Parser:
         outvars = [self.binder(v, env, f"{where}.outvars[{i}]")
                    for i, v in enumerate(self._list(node["outvars"], f"{where}.outvars"))]
         self._check_params(name, params, where)
+        # After the values: a forged value (opaque, dropped, an unknown enum) is named as such.
+        check_param_names(name, params, self.refuse, where)
         return _Eqn(name, params, invars, outvars)
 
     def _check_params(self, name: str, params: dict, where: str) -> None:
@@ -269,8 +278,6 @@ class _Parser:
             for key, value in params.items():
                 if key == bodies[0]:
                     continue
-                if key not in _IGNORED_KEYS:
-                    raise self.refuse(f"{where}: unexpected parameter {key!r}")
                 if isinstance(value, _Jaxpr):
                     raise self.refuse(f"{where}: parameter {key!r} may not hold a jaxpr")
             return
@@ -297,14 +304,6 @@ class _Parser:
                     or not isinstance(lengths, dict) or not all(type(v) is int and v >= 0 for v in lengths.values()):
                 raise self.refuse(f"{where}: malformed linear solve")
             return  # the other jaxprs (matvec, ...) are never run
-        if name in SCATTERS or name == "gather":
-            dims = params.get("dimension_numbers")
-            if not dataclasses.is_dataclass(dims) and not hasattr(dims, "_fields"):
-                raise self.refuse(f"{where}: malformed dimension numbers")
-            batching = (dims.operand_batching_dims, getattr(dims, "start_indices_batching_dims", None)
-                        or getattr(dims, "scatter_indices_batching_dims", ()))
-            if any(batching):
-                raise self.refuse(f"{where}: batching dimension numbers are not allowed")
         for key, value in params.items():
             if key in jaxpr_keys:
                 continue

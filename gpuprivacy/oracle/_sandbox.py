@@ -1,40 +1,35 @@
-"""Tracing untrusted oracles in a separate process and rebuilding them from allowed primitives.
+"""Tracing untrusted oracles in a confined process and rebuilding them from allowed primitives.
 
 An analyst supplies an oracle ``f(rows, valid) -> scalar`` and the engine
 vmaps it over thousands of subsets of private data. The analyst is treated as
-an adversary who knows JAX, so Python running in the process that holds the
-data is not a boundary: at trace time an oracle could
-
-1. use ``jax.custom_batching.custom_vmap``, whose batching rule receives the
-   whole vmapped batch (every subset's rows);
-2. walk Python frames (``sys._getframe``) or the heap (``gc.get_objects``) to
-   reach the engine's arrays;
-3. use ``jax.debug.callback``, ``jax.experimental.io_callback`` or
-   ``jax.pure_callback``, whose host function receives every subset, or raise
-   inside a callback to carry data out in an exception message.
-
-The sandbox path closes all three. :func:`sandboxed_oracle` sends the oracle's
-*source* to a worker process (``python -m gpuprivacy.oracle._sandbox_worker``,
-started with an empty environment in a temporary directory) that holds no
-data. The worker traces the UNBATCHED oracle on abstract inputs and answers
-with its jaxpr as plain JSON (decoded here with ``json.loads`` only: no
-pickle, no eval). The engine then validates that tree and rebuilds the oracle
-by binding primitives it looks up itself, from an allow-list of pure,
-deterministic operations with standard batching rules
-(:mod:`gpuprivacy.oracle._rebuild`). The engine batches the rebuilt function
-with its own ``jax.vmap``; the analyst's Python code never runs in the
-process that holds the data.
+an adversary who knows JAX and Linux, so neither Python nor a child process of
+the same user is a boundary. :func:`sandboxed_oracle` sends the oracle's
+*source* to a worker (``python -I gpuprivacy/oracle/_sandbox_worker.py``) that
+the kernel confines before it imports anything an analyst could touch
+(:mod:`gpuprivacy.oracle._confine`: Landlock file-system, TCP and scope rules,
+seccomp, no_new_privs, no root, rlimits, the parent-death signal). The worker
+forks one pristine child per request; the child traces the UNBATCHED oracle
+on abstract inputs and answers with its jaxpr as plain JSON (decoded here with
+``json.loads`` only: no pickle, no eval). The engine then validates that tree
+and rebuilds the oracle by binding primitives it looks up itself, from an
+allow-list of pure, deterministic operations with standard batching rules, each
+parameter checked here (:mod:`gpuprivacy.oracle._rebuild`). The engine batches
+the rebuilt function with its own ``jax.vmap``; the analyst's Python code never
+runs in the process that holds the data, and the process where it does run
+cannot read the data holder's files or memory, open a socket, write to any
+package, or shape another oracle's trace (docs/isolation.md).
 
 What is protected:
   * custom batching rules, callbacks, effects, collectives and randomness are
     refused by name before any data is touched;
-  * trace-time introspection runs in the worker, which holds no data (it can
-    at most bake what it finds there into constants, which are capped);
-  * the worker is not trusted: an oracle may rewrite it (its encoder
+  * trace-time introspection runs in the worker, which holds no data and can
+    reach none (it can at most bake what it computes into constants, which are
+    capped);
+  * the worker is not trusted: an oracle may rewrite its own child (the encoder
     included); every answer is validated from scratch by the engine, which
-    also re-traces the rebuilt function and refuses anything that is not a
-    scalar of a real dtype built from allowed primitives;
-  * ``while`` loops are bounded by a public iteration cap
+    also re-traces and compiles the rebuilt function and refuses anything that
+    is not a scalar of a real dtype built from allowed primitives;
+  * loops share one public work budget
     (:class:`~gpuprivacy.oracle._rebuild.RebuildLimits`), ``jit`` calls are
     inlined (the tree cannot choose compiler options), custom derivative
     rules are dropped (only the primal runs).
@@ -45,24 +40,25 @@ What is not protected:
     module did at import already ran beside the data. Only functions whose
     source is self-contained (module-level functions, and closures over
     plain ``bool``/``int``/``float``/``str`` values) are supported; other
-    closures are refused. Pass ``source=`` text (or ``path=``) for oracles
-    that should never be imported by the engine;
+    closures are refused. A function of a ``__main__`` script is sent with the
+    script's imports, literal constants and definitions only (its top level is
+    never run again). Pass ``source=`` text (or ``path=``) for oracles that
+    should never be imported by the engine;
   * timing: the rebuilt oracle's running time may depend on data (e.g. a
-    data-dependent ``while`` loop); the iteration cap bounds it, it does not
-    hide it;
-  * the worker is long-lived and shared by all oracles of a process: one
-    oracle may tamper with how later ones are traced. This is harmless to
-    privacy (every tree is validated, and the wrappers' guarantees hold for
-    any deterministic ``f``) but a hostile oracle can make the *worker*
-    misbehave; restart it with :func:`shutdown_worker`.
+    data-dependent ``while`` loop); the work budget bounds it, it does not
+    hide it.
+
+A machine whose kernel cannot confine the worker (see :func:`features`,
+``gpuprivacy doctor``) refuses untrusted oracles, unless the caller sets
+``GPUPRIVACY_ALLOW_UNCONFINED=1`` (documented, warned on every worker start).
 
 Trusted fast path: oracles the package ships (:mod:`gpuprivacy.oracle`'s
 library) and functions the data holder writes themselves may be passed to
 :func:`~gpuprivacy.oracle.evaluate` directly, skipping the sandbox (no
 worker, no re-trace). That path trusts the oracle with the whole batch and
 the process; use the sandbox for any oracle an analyst supplied. The sandbox
-costs one worker round trip per (oracle, block shape); rebuilt functions are
-cached, so repeated evaluations cost nothing extra.
+costs one worker round trip (a fork) per (oracle, block shape); rebuilt
+functions are cached, so repeated evaluations cost nothing extra.
 """
 
 from __future__ import annotations
@@ -141,7 +137,9 @@ class _Worker:
                PACKAGE_ENV: os.path.dirname(os.path.dirname(os.path.abspath(__file__)))}
         if unconfined:
             env[UNCONFINED_ENV] = "1"
-        # Its own session: a timeout kills the worker's whole process group, never only its first process.
+        # Its own session: a timeout kills the worker's whole process group, never only its first process. The
+        # worker's parent-death signal follows the thread that starts it: if that thread ends, the worker ends
+        # and the next request starts a new one.
         self.process = subprocess.Popen([sys.executable, "-I", WORKER_PATH], stdin=subprocess.PIPE,
                                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd="/", env=env,
                                         close_fds=True, start_new_session=True)

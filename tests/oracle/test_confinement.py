@@ -323,3 +323,29 @@ def _state(pid: int) -> str:
             return fh.read().rsplit(")", 1)[1].split()[0]
     except OSError:
         return "gone"
+
+
+def _old_kernel():
+    return {**_confine.features(), "landlock_abi": 3, "landlock_scopes": False,
+            "missing": ["Landlock signal and abstract-socket scopes (Landlock ABI >= 6, kernel >= 6.12)"]}
+
+
+def test_a_kernel_without_confinement_refuses_untrusted_oracles(monkeypatch):
+    monkeypatch.setattr(_sandbox, "features", _old_kernel)
+    monkeypatch.delenv(_sandbox.ALLOW_UNCONFINED_ENV, raising=False)
+    worker = _sandbox._Worker()
+    monkeypatch.setattr(_sandbox, "_WORKER", worker)
+    source = f"# {uuid.uuid4().hex}\n" + HONEST
+    with pytest.raises(gp.oracle.OracleRefused, match=r"refused on this machine.*Landlock ABI >= 6.*"
+                                                      r"GPUPRIVACY_ALLOW_UNCONFINED=1"):
+        gp.oracle.evaluate(gp.oracle.untrusted(source=source, name="f"), X, FAMILY)
+    assert worker.process is None and worker.starts == 0  # refused before any process started
+    # The documented opt-in runs it unconfined, and says so.
+    monkeypatch.setenv(_sandbox.ALLOW_UNCONFINED_ENV, "1")
+    try:
+        with pytest.warns(RuntimeWarning, match="UNCONFINED"):
+            values = gp.oracle.evaluate(gp.oracle.untrusted(source=source, name="f"), X, FAMILY)
+        assert worker.confined is False
+        np.testing.assert_array_equal(values, gp.oracle.evaluate(gp.oracle.sum_, X, FAMILY))
+    finally:
+        worker.stop()
