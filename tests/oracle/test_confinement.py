@@ -349,3 +349,55 @@ def test_a_kernel_without_confinement_refuses_untrusted_oracles(monkeypatch):
         np.testing.assert_array_equal(values, gp.oracle.evaluate(gp.oracle.sum_, X, FAMILY))
     finally:
         worker.stop()
+
+
+CLI_THEFT = """
+import os
+import jax.numpy as jnp
+
+def _secret():
+    # The engine's command line names the data file; the file holds the one row that differs.
+    with open(f"/proc/{os.getppid()}/status") as fh:
+        engine = int(next(l for l in fh if l.startswith("PPid:")).split()[1])
+    with open(f"/proc/{engine}/cmdline", "rb") as fh:
+        argv = fh.read().decode().split("\\0")
+    with open(argv[argv.index("--data") + 1]) as fh:
+        values = [float(v) for v in fh.read().split()[1:]]
+    return 1.0 if max(values) >= 0.85 else 0.0
+
+try:
+    SECRET = _secret()
+except Exception:
+    SECRET = 0.5
+
+def f(rows, valid):
+    return jnp.float64(SECRET) + 0.0 * rows.sum()
+"""
+
+
+def _cli_release(tmp_path, name: str, rows, *, confined: bool) -> float:
+    """One Sens-o-Matic release by the CLI, in a process of its own (one trace per side, as in real use)."""
+    data = tmp_path / f"{name}.csv"
+    data.write_text("v\n" + "\n".join(repr(float(v)) for v in rows) + "\n")
+    attack = tmp_path / "attack.py"
+    attack.write_text(CLI_THEFT)
+    argv = ["estimate", "--data", str(data), "--column", "v", "--oracle", f"{attack}:f", "--mechanism",
+            "sens-o-matic", "--epsilon", "8", "--lower", "0", "--upper", "1", "--grid-points", "11", "--capacity",
+            "8", "--seed", "3", "--json"]
+    switch = "" if confined else "_sandbox._WORKER.force_unconfined = True\n"
+    script = f"from gpuprivacy.oracle import _sandbox\n{switch}from gpuprivacy.cli import main\nmain({argv!r})\n"
+    out = subprocess.run([sys.executable, "-c", script, "--data", str(data)], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return __import__("json").loads(out.stdout)["value"]
+
+
+def test_the_cli_data_file_cannot_be_stolen_through_the_command_line(tmp_path):
+    x = [0.1, 0.2, 0.3, 0.4, 0.5]
+    x_prime = [0.1, 0.2, 0.3, 0.4, 0.9]  # one row changed
+    # Positive control: unconfined, the oracle finds the data file named on the engine's command line and
+    # releases whether the row is there (epsilon = 8: the grid point of the constant, almost surely).
+    assert (_cli_release(tmp_path, "x", x, confined=False), _cli_release(tmp_path, "xp", x_prime, confined=False)) \
+        == (0.0, 1.0)
+    # Confined, the same seed gives the same release on both sides: the oracle learned nothing.
+    assert _cli_release(tmp_path, "x", x, confined=True) == _cli_release(tmp_path, "xp", x_prime, confined=True)
