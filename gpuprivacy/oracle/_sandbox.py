@@ -110,6 +110,7 @@ class _Worker:
         self.requests = 0  # requests sent (tests check the cache with it)
         self.starts = 0
         self.confined: bool | None = None
+        self.confine_s: float | None = None  # what confining itself cost the worker (reported by it)
         self.force_unconfined = False  # test-only: the positive controls of the confinement tests
 
     def _unconfined(self) -> bool:
@@ -158,6 +159,7 @@ class _Worker:
             raise OracleRefused(f"untrusted oracles are refused: the sandbox worker could not confine itself "
                                 f"({str(ready['error'])[:500]}). Run `gpuprivacy doctor` for details.")
         self.confined = ready.get("confined") is True
+        self.confine_s = ready.get("confine_s") if type(ready.get("confine_s")) is float else None
 
     def stop(self) -> None:
         process, self.process = self.process, None

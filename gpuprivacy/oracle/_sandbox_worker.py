@@ -342,8 +342,9 @@ def main() -> None:
             confine.die_with_parent(parent)
             confine = None
         else:
+            started = time.perf_counter()
             confine.confine(private_dir=private, parent_pid=parent, allow_processes=True)
-            ready["confined"] = True
+            ready["confined"], ready["confine_s"] = True, time.perf_counter() - started
         os.chdir(private)
         os.environ["HOME"] = os.environ["TMPDIR"] = tempfile.tempdir = private
         import numpy  # the template imports NumPy and JAX once; every child starts from here
