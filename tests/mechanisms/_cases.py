@@ -175,8 +175,7 @@ FAMILY_CASES = [
          wrappers.tahoe_guarantee, **HOST_ORACLE, keyword_exceptions=EXECUTION),
     Case("white_box_laplace", wrappers.white_box_laplace, ONES,
          dict(oracle_fn=oracle.count, sensitivity=1.0, epsilon=1.0),
-         wrappers.white_box_laplace_guarantee, **HOST_ORACLE, keyword_exceptions=EXECUTION,
-         jittable=False, notes=dict(jit="draws its Laplace noise on the host")),
+         wrappers.white_box_laplace_guarantee, **HOST_ORACLE, keyword_exceptions=EXECUTION),
     # median (seed 003)
     Case("exponential_mechanism_median", median.exponential_mechanism_median, np.arange(11.0),
          dict(epsilon=1.0, lower=-100.0, upper=100.0), median.exponential_mechanism_median_guarantee, PureDP(1.0),

@@ -202,3 +202,33 @@ def test_every_release_function_under_vmap_withholds_only_the_invalid_trials(cas
     np.testing.assert_array_equal(valid, [True, False, False])
     for leaf in jax.tree.leaves(out.value):
         assert all(_is_withheld_constant(np.asarray(leaf)[i]) for i in (1, 2)), case.name
+
+
+UNTRACEABLE = [c for c in RELEASE_CASES if not c.jittable]
+
+
+@pytest.mark.parametrize("case", UNTRACEABLE, ids=[c.name for c in UNTRACEABLE])
+def test_a_function_marked_untraceable_really_refuses_a_traced_epsilon(case):
+    # The registry cannot skip a function that traces: one marked jittable=False must refuse a traced epsilon
+    # at trace time (white_box_laplace was marked so and released the exact statistic at epsilon = inf).
+    key = jax.random.key(0)
+    name = "epsilon" if "epsilon" in case.kwargs else "rho"
+    kwargs = {k: v for k, v in case.kwargs.items() if k != name}
+    with pytest.raises((TypeError, ValueError)):
+        jax.jit(lambda e: case.mechanism(key, case.data, *case.args, **{name: e}, **kwargs))(case.kwargs[name])
+
+
+@pytest.mark.parametrize("epsilon", [0.0, -1.0, np.nan, np.inf])
+def test_white_box_laplace_withholds_an_invalid_traced_epsilon(epsilon):
+    from gpuprivacy import oracle
+    from gpuprivacy.mechanisms import wrappers
+
+    def release(e):
+        return wrappers.white_box_laplace(jax.random.key(0), np.ones(5), oracle_fn=oracle.count, sensitivity=1.0,
+                                          epsilon=e)
+
+    out = jax.jit(release)(epsilon)
+    assert np.isnan(out.value) and not bool(out.info.valid)
+    batched = jax.vmap(release)(jnp.array([1.0, epsilon]))
+    assert np.isfinite(batched.value[0]) and bool(batched.info.valid[0])  # positive control: the valid trial
+    assert np.isnan(batched.value[1]) and not bool(batched.info.valid[1])

@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from gpuprivacy._checks import check_epsilon, check_key, check_positive, epsilon_ok
+from gpuprivacy._checks import all_ok, check_epsilon, check_key, check_positive, epsilon_ok, positive_ok
 from gpuprivacy._typing import Array, Key
 from gpuprivacy._rounding import divide_up
 from gpuprivacy.accounting import PureDP
@@ -148,4 +148,6 @@ def white_box_laplace(key: Key, data, *, oracle_fn, sensitivity: float, epsilon:
                         progress=False, sanitise=lambda v: sanitise_real(v, scale=sensitivity),
                         fill=jnp.float64(0.0), regime="levels")
     value = sensitivity * (cache.values[0][0] + laplace(key) * divide_up(1, epsilon))
-    return Release(value, BaselineInfo(sensitivity / epsilon, cache.num_queries), guarantee)
+    # A traced epsilon or sensitivity skipped the eager checks: checked by value, the release withheld.
+    ok = all_ok(epsilon_ok(epsilon), positive_ok("sensitivity", sensitivity))
+    return withheld_unless(Release(value, BaselineInfo(sensitivity / epsilon, cache.num_queries), guarantee), ok)
