@@ -192,6 +192,60 @@ def check_rows_in_domain(data: Any, lower: Any, upper: Any, clip: Any, name: str
     return np.clip(arr.astype(np.float64), lower, upper)
 
 
+# --- noise scales that overflow --------------------------------------------------------------------
+# One rule for every mechanism: a noise scale ``numerator / epsilon`` is refused when its samples could
+# overflow float64, with the smallest epsilon that works. A sampler's draw reaches ``tail`` scales at most:
+# 2**10 for Laplace, exponential and Gumbel noise (-log of a uniform is below 745), 2**53 for the Cauchy-like
+# noise of the smooth-sensitivity median (tan near pi/2 of a 53-bit uniform).
+LAPLACE_TAIL = 2.0 ** 10
+CAUCHY_TAIL = 2.0 ** 53
+
+
+def check_noise_scale(numerator: Any, epsilon: Any, *, what: str, name: str = "epsilon",
+                      tail: float = LAPLACE_TAIL) -> None:
+    """Refuses a concrete ``epsilon`` for which ``tail * numerator / epsilon`` is not a finite float64.
+
+    The message names the smallest ``epsilon`` that works. Traced values pass (they are checked by value
+    inside the computation, :func:`epsilon_ok`).
+    """
+    if is_tracer(numerator) or is_tracer(epsilon):
+        return
+    from fractions import Fraction
+
+    largest = Fraction(np.finfo(np.float64).max)
+    if Fraction(float(tail)) * Fraction(float(numerator)) <= largest * Fraction(float(epsilon)):
+        return
+    smallest = Fraction(float(tail)) * Fraction(float(numerator)) / largest
+    smallest_float = math.nextafter(float(smallest), math.inf)
+    raise ValueError(f"{what}: {name}={epsilon!r} makes the noise scale {numerator!r} / {name} so large that "
+                     f"its draws (up to {tail:.3g} scales) overflow float64. The smallest {name} that works is "
+                     f"{smallest_float:.6g}; pass {name} >= that.")
+
+
+# A depth, level or design size the wrappers derive from epsilon (they grow like 1/epsilon) counts rows or
+# subsets: past 2**31 nothing can be evaluated, and past 2**63 it does not even fit an index.
+LEVEL_LIMIT = 2 ** 31
+
+
+def check_level(level: Any, *, epsilon: float, what: str, name: str = "epsilon",
+                numerator: float | None = None) -> None:
+    """Refuses an epsilon whose derived depth or level (proportional to 1/epsilon) exceeds :data:`LEVEL_LIMIT`.
+
+    ``numerator``: the level times epsilon, when the caller knows it (the level itself may be inf).
+    """
+    if is_tracer(epsilon) or level is None:
+        return
+    level = float(level)
+    if level <= LEVEL_LIMIT:
+        return
+    per_unit = float(numerator) if numerator is not None else float(epsilon) * level
+    smallest = math.nextafter(per_unit / LEVEL_LIMIT, math.inf) if math.isfinite(per_unit) else None
+    hint = f"the smallest {name} that works is about {smallest:.6g}" if smallest and math.isfinite(smallest) \
+        else f"use a much larger {name}"
+    raise ValueError(f"{what}: {name}={epsilon!r} needs a depth of about {level:.3g} rows, more than the "
+                     f"{LEVEL_LIMIT} any dataset can have; {hint}.")
+
+
 # --- fail closed under jit / vmap -------------------------------------------------------------------
 # The checks above raise on concrete values and let tracers through (a validated parameter may be
 # vmapped). A traced parameter is checked by value inside the computation instead: the release is

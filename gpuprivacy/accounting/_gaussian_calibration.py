@@ -161,8 +161,17 @@ def gaussian_sigma_analytic(epsilon: float, delta: float, sensitivity: float = 1
 _SIGMA_LIMIT = 1e300
 
 
+# Past this epsilon mpmath's complementary error function overflows on the calibration's arguments
+# (epsilon sigma / Delta with sigma ~ Delta / epsilon); below it the search takes at most about a second.
+_ANALYTIC_EPSILON_LIMIT = 1e100
+
+
 @functools.lru_cache(maxsize=1024)
 def _gaussian_sigma_analytic(epsilon: float, delta: float, sensitivity: float) -> float:
+    if epsilon > _ANALYTIC_EPSILON_LIMIT:
+        raise ValueError(f"the analytic Gaussian calibration takes epsilon <= {_ANALYTIC_EPSILON_LIMIT:.0e}, got "
+                         f"epsilon = {epsilon!r}: at such budgets the noise is already about "
+                         f"{sensitivity / _ANALYTIC_EPSILON_LIMIT:.1e} x sensitivity; pass a smaller epsilon.")
     with mpmath.workdps(_dps(delta)):
         target = mpmath.mpf(delta)
 
@@ -212,7 +221,12 @@ def gaussian_sigma_zcdp(rho: float, sensitivity: float = 1.0) -> float:
     """
     rho = check_positive("rho", rho)
     sensitivity = check_positive("sensitivity", sensitivity)
-    sigma = sensitivity / math.sqrt(2 * rho)
+    # sqrt(2) and sqrt(rho) apart: 2 * rho overflows for rho > 9e307 (then sigma was 0 and the exact
+    # step-up searched a million ulps from 0 for a minute).
+    sigma = sensitivity / math.sqrt(2.0) / math.sqrt(rho)
+    if not 0.0 < sigma < math.inf:
+        raise ValueError(f"the zCDP Gaussian noise level Delta / sqrt(2 rho) = {sensitivity!r} / sqrt(2 * {rho!r}) "
+                         "is not a positive finite float64: use a rho and sensitivity of less extreme size.")
     exact_rho, exact_sensitivity = Fraction(rho), Fraction(sensitivity)
     return step_up_until(sigma, lambda s: exact_sensitivity**2 <= 2 * exact_rho * Fraction(s) ** 2)
 

@@ -12,8 +12,10 @@ from typing import NamedTuple
 from scipy import special
 
 from gpuprivacy._checks import (
+    LEVEL_LIMIT,
     check_epsilon,
     check_int,
+    check_level,
     check_positive,
     check_probability,
 )
@@ -29,7 +31,10 @@ def pure_tau(*, epsilon: float, num_outputs: int, beta: float) -> int:
     epsilon = check_epsilon(epsilon)
     num_outputs = check_int("num_outputs", num_outputs, minimum=1)
     beta = check_probability("beta", beta)
-    return max(1, math.ceil(2.0 / epsilon * math.log(num_outputs / beta)))
+    tau = 2.0 / epsilon * math.log(num_outputs / beta)
+    check_level(2 * tau, epsilon=epsilon, what="the pure-DP covering design (t = 2 tau rows per block)",
+                numerator=4.0 * math.log(num_outputs / beta))
+    return max(1, math.ceil(tau))
 
 
 def zcdp_search_parameters(*, rho: float, num_outputs: int, beta: float) -> tuple[int, float, float]:
@@ -44,6 +49,12 @@ def zcdp_search_parameters(*, rho: float, num_outputs: int, beta: float) -> tupl
     steps = max(1, math.ceil(math.log2(num_outputs)))
     sigma = math.sqrt(steps / (2.0 * rho))
     eta = sigma * float(special.ndtri(1.0 - beta / steps))
+    # eta grows like 1/sqrt(rho): the design's t = 2 eta, refused with rho scaled by (eta / limit)^2.
+    if not math.isfinite(eta) or 2 * eta > LEVEL_LIMIT:
+        smallest = rho * (2 * eta / LEVEL_LIMIT) ** 2 if math.isfinite(eta) else None
+        hint = f"the smallest rho that works is about {smallest:.6g}" if smallest else "use a much larger rho"
+        raise ValueError(f"the zCDP covering design: rho={rho!r} needs blocks of about {2 * eta:.3g} rows, more "
+                         f"than the {LEVEL_LIMIT} any dataset can have; {hint}.")
     return steps, sigma, eta
 
 

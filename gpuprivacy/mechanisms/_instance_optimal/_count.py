@@ -8,7 +8,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from gpuprivacy._checks import check_epsilon, check_key
+from gpuprivacy._checks import check_epsilon, check_key, check_noise_scale
 from gpuprivacy._config import require_x64
 from gpuprivacy._typing import Key
 from gpuprivacy.accounting import PureDP
@@ -78,6 +78,7 @@ def _count(key, count, epsilon, mechanism, guarantee_fn):
     require_x64(mechanism)
     key = check_key(key)
     epsilon = check_epsilon(epsilon)
+    check_noise_scale(2.0, epsilon, what=mechanism + "_count")  # the tails fall as e^(-epsilon |y - c| / 2)
     bounds = count_bounds(count)  # validates
     if bounds.upper.ndim != 1:
         raise ValueError(f"count must be a scalar, got shape {bounds.upper.shape[:-1]}. Use jax.vmap for batching.")

@@ -90,7 +90,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from gpuprivacy._checks import check_delta, check_epsilon, check_int, check_key, epsilon_ok
+from gpuprivacy._checks import (CAUCHY_TAIL, LAPLACE_TAIL, check_delta, check_epsilon, check_int, check_key,
+                                check_noise_scale, epsilon_ok)
 from gpuprivacy._config import require_x64
 from gpuprivacy._typing import Key
 from gpuprivacy.accounting import ApproxDP, PureDP
@@ -526,6 +527,9 @@ def smooth_sensitivity_median(key: Key, data: Any, *, epsilon: float, lower: flo
                                  clip=clip, noise=noise, delta=delta,
                                  max_distance=None if max_distance is None else K)
     alpha, beta = smooth_parameters(epsilon, noise, delta)
+    # The noise is (smooth sensitivity <= upper - lower) / alpha times a Cauchy-like or Laplace draw.
+    check_noise_scale((upper - lower) * float(epsilon / alpha), epsilon, what="smooth_sensitivity_median",
+                      tail=CAUCHY_TAIL if noise == "cauchy" else LAPLACE_TAIL)
     release = _smooth_release(key, x, jnp.asarray(alpha, jnp.float64), jnp.asarray(beta, jnp.float64),
                               jnp.asarray(lower, jnp.float64), jnp.asarray(upper, jnp.float64), median_rank(n), K,
                               noise)

@@ -35,7 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import gammaincc, gammaln, logsumexp
 
-from gpuprivacy._checks import check_epsilon, check_key, check_positive, is_tracer, epsilon_ok
+from gpuprivacy._checks import check_epsilon, check_key, check_noise_scale, check_positive, is_tracer, epsilon_ok
 from gpuprivacy._config import require_x64
 from gpuprivacy._typing import Key
 from gpuprivacy.accounting import PureDP
@@ -176,6 +176,8 @@ def piecewise_laplace_vector(key: Key, center: Any, radii: Any, *, epsilon: floa
     key = check_key(key)
     epsilon = check_epsilon(epsilon)
     center, radii, gs, norm = _check_vector_inputs(center, radii, global_sensitivity, norm)
+    if not is_tracer(global_sensitivity):  # the radial tail falls as e^(-epsilon r / (2 global_sensitivity))
+        check_noise_scale(2.0 * float(np.max(global_sensitivity)), epsilon, what="piecewise_laplace_vector")
     # global_sensitivity as passed: _check_vector_inputs returns it as a device array for the kernel.
     guarantee = stated_guarantee(piecewise_laplace_vector_guarantee, epsilon=epsilon,
                                  global_sensitivity=global_sensitivity, norm=norm)

@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import mpmath
 import numpy as np
 
-from gpuprivacy._checks import check_epsilon, check_int, check_key, check_probability
+from gpuprivacy._checks import check_epsilon, check_int, check_key, check_level, check_probability
 from gpuprivacy._typing import Array, Key
 from gpuprivacy._rounding import divide_up, float_up
 from gpuprivacy.accounting import ApproxDP, PureDP
@@ -84,6 +84,7 @@ def shifted_inverse_depth(*, epsilon: float, beta: float, grid_size: int) -> int
     k = check_int("grid_size", grid_size, minimum=2)
     with mpmath.workdps(50):
         x = 4 / mpmath.mpf(epsilon) * mpmath.log(mpmath.mpf(k) / mpmath.mpf(beta))
+        check_level(float(x), epsilon=epsilon, what="the shifted inverse's depth lam (this epsilon is the shifted inverse's own: Sens-o-Matic passes epsilon/2)")
         # lam + 1 > x  <=>  lam >= floor(x) (x integer or not).
         return max(0, int(mpmath.floor(x)))
 

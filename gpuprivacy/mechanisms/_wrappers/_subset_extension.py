@@ -30,6 +30,8 @@ from gpuprivacy._checks import (
     check_epsilon,
     check_finite_real,
     check_key,
+    check_level,
+    check_noise_scale,
     check_positive,
 )
 from gpuprivacy._typing import Array, Key
@@ -91,6 +93,7 @@ def subset_extension_tau(*, epsilon: float, delta: float) -> int:
         eps0, delta0 = mpmath.mpf(epsilon) / 3, mpmath.mpf(delta) / 2
         paper = mpmath.ceil(mpmath.log(1 / delta0) / eps0)
         corrected = mpmath.ceil(truncation_width(eps0, delta0))
+        check_level(float(max(paper, corrected)), epsilon=epsilon, what="Subset-Extension's tau")
         return max(1, int(max(paper, corrected)))
 
 
@@ -112,7 +115,9 @@ def tahoe_tau(*, epsilon: float, delta: float) -> float:
     with mpmath.workdps(50):
         eps0 = mpmath.mpf(epsilon) / 3
         delta0 = mpmath.mpf(delta) / (3 * mpmath.exp(eps0))
-        return float_up(max(mpmath.log(1 / delta0) / eps0, truncation_width(eps0, delta0)))
+        tau = max(mpmath.log(1 / delta0) / eps0, truncation_width(eps0, delta0))
+        check_level(float(6 * tau), epsilon=epsilon, what="TAHOE's depth 6 tau")
+        return float_up(tau)
 
 
 def tahoe_guarantee(*, epsilon: float, delta: float):
@@ -330,6 +335,8 @@ def tahoe(key: Key, data, *, oracle_fn, c: float, epsilon: float, delta: float, 
     guarantee = stated_guarantee(tahoe_guarantee, epsilon=epsilon, delta=delta)
     tau = tahoe_tau(epsilon=epsilon, delta=delta)
     eps0 = epsilon / 3
+    # The output's Laplace scale 12 tau / eps0 * c = (36 tau c) / epsilon.
+    check_noise_scale(36.0 * tau * c, epsilon, what="tahoe")
     cap = min(math.floor(6 * tau) + 1, n)
     ps.plan_queries(n, cap, max_queries=max_queries, what="tahoe")
     depth_key, out_key = jax.random.split(key)
