@@ -82,6 +82,9 @@ def run(key, data, oracle_fn, args) -> dict:
             resolution = (upper - lower) / 100 if upper > lower else 1.0
     num_outputs = blackbox.output_grid(lower=lower, upper=upper, resolution=resolution).size
     rho = getattr(args, "rho", None)
+    if rho is not None and variant != "zcdp":
+        raise ValueError(f"--rho {rho!r} sets the zCDP budget of --variant zcdp; --variant {variant} is pure "
+                         f"epsilon-DP and would ignore it. Pass --variant zcdp --rho {rho!r}, or drop --rho.")
     if variant == "zcdp" and rho is None:
         if args.delta is None:
             raise ValueError("--variant zcdp needs --rho R > 0, or --delta D to use rho = eps^2/(4 log(1/D) + 4 eps) "

@@ -36,7 +36,12 @@ def run(key, data, oracle_fn, args):
                          "(the release is a point of an evenly spaced grid on [L, U]).")
     beta = getattr(args, "beta", None)
     beta = 0.05 if beta is None else beta
-    grid = np.linspace(lower, upper, int(getattr(args, "grid_points", 101) or 101))
+    grid_points = getattr(args, "grid_points", None)
+    grid_points = 101 if grid_points is None else grid_points
+    if grid_points < 2:
+        raise ValueError(f"--grid-points must be at least 2 (the release is a point of an evenly spaced grid on "
+                         f"[--lower, --upper]), got --grid-points {grid_points}; the default is 101.")
+    grid = np.linspace(lower, upper, int(grid_points))
     max_depth = getattr(args, "max_depth", None)
     n = np.asarray(data).shape[0]
     capacity = getattr(args, "capacity", None)
