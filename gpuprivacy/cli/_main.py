@@ -72,7 +72,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     est = sub.add_parser("estimate", help="release one statistic of a CSV column")
     est.add_argument("--data", required=True, type=Path, help="CSV file with a header row")
-    est.add_argument("--column", required=True, help="column name")
+    est.add_argument("--column", required=True,
+                     help="column name (CSV, Parquet), array key (.npz) or column index (.npy; - for a 1-d array)")
     what = est.add_mutually_exclusive_group(required=True)
     what.add_argument("--statistic", choices=sorted(ORACLES), help="library oracle")
     what.add_argument("--oracle", type=_oracle_spec, metavar="FILE.py:NAME",
@@ -216,9 +217,22 @@ def cmd_info(args) -> None:
 
 
 def read_csv_column(path: Path, column: str):
-    """The ``--data``/``--column`` values: one loader for the CLI and the API (CSV, .npy/.npz, Parquet)."""
+    """The ``--data``/``--column`` values: one loader for the CLI and the API (CSV, .npy/.npz, Parquet).
+
+    The command line gives every column as text: for a ``.npy`` file it is a column index (``-`` for a 1-d
+    array); elsewhere a column name or an ``.npz`` key.
+    """
     from gpuprivacy.datasets import load_column
 
+    if Path(path).suffix.lower() == ".npy":
+        if column.strip() == "-":
+            column = None
+        else:
+            try:
+                column = int(column)
+            except ValueError:
+                raise ValueError(f"--column for a .npy file is a column index (or - for a 1-d array), got "
+                                 f"--column {column!r}.") from None
     return load_column(path, column)
 
 
