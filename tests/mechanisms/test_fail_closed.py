@@ -232,3 +232,22 @@ def test_white_box_laplace_withholds_an_invalid_traced_epsilon(epsilon):
     batched = jax.vmap(release)(jnp.array([1.0, epsilon]))
     assert np.isfinite(batched.value[0]) and bool(batched.info.valid[0])  # positive control: the valid trial
     assert np.isnan(batched.value[1]) and not bool(batched.info.valid[1])
+
+
+_JAX_INTERNALS = ("Tracer", "ConcretizationTypeError", "TracerBoolConversionError", "TracerArrayConversionError",
+                  "Non-hashable static", "cannot create mpf", "abstract value", "UnexpectedTracerError")
+
+
+@pytest.mark.parametrize("case", RELEASE_CASES, ids=[c.name for c in RELEASE_CASES])
+def test_a_trace_time_refusal_names_the_parameter_not_a_jax_internal(case):
+    # Every privacy parameter traced in turn: the release either traces (then it withholds, tested above) or
+    # refuses with a message that names the parameter and says how to fix it, never a JAX internal error.
+    key = jax.random.key(0)
+    for name in [k for k in ("epsilon", "rho", "delta", "sensitivity") if k in case.kwargs]:
+        kwargs = {k: v for k, v in case.kwargs.items() if k != name}
+        try:
+            jax.jit(lambda p: case.mechanism(key, case.data, *case.args, **{name: p}, **kwargs))(case.kwargs[name])
+        except (TypeError, ValueError) as error:
+            message = str(error)
+            assert not any(internal in message for internal in _JAX_INTERNALS), (name, message[:300])
+            assert name in message, (name, message[:300])

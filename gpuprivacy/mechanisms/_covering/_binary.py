@@ -16,6 +16,7 @@ from gpuprivacy.designs import DEFAULT_MAX_WORK, required_t, robust_order_statis
 from gpuprivacy.mechanisms._covering._grid import _as_grid_values, _info, _prepare_design, grid_values
 from gpuprivacy.mechanisms._release import Release, stated_guarantee
 from gpuprivacy.subsets import SubsetFamily
+from gpuprivacy.mechanisms._common import concrete
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -24,6 +25,7 @@ from gpuprivacy.subsets import SubsetFamily
 def blackbox_binary_from_values(key, values, *, design: SubsetFamily, epsilon: float, beta: float = 1e-2,
                                 max_work: int = DEFAULT_MAX_WORK) -> Release:
     """Binary-output estimator from grid values in {0, 1} (see :func:`blackbox_binary`)."""
+    concrete("epsilon", epsilon, "blackbox_binary_from_values")  # calibrated in Python
     key = check_key(key)
     epsilon = check_epsilon(epsilon)
     t, cap = required_t("binary", epsilon=epsilon, beta=check_probability("beta", beta))
@@ -78,6 +80,7 @@ def blackbox_binary(key, data, oracle_fn, *, design: SubsetFamily, epsilon: floa
       Steinke & Steinke 2025, Sec. 1.2 (binary case). The explicit threshold (t + 1)/2 and
       the value of t are ours (two Laplace tails of 1/2 e^{-eps (t+1)/2}), not the paper's.
     """
+    concrete("epsilon", epsilon, "blackbox_binary")  # calibrated in Python
     key = check_key(key)
     epsilon = check_epsilon(epsilon)
     t, cap = required_t("binary", epsilon=epsilon, beta=check_probability("beta", beta))

@@ -18,6 +18,7 @@ from gpuprivacy.mechanisms._covering._grid import _as_grid_values, _info, _prepa
 from gpuprivacy.mechanisms._release import Release, stated_guarantee
 from gpuprivacy.mechanisms._selection._exponential import exponential_mechanism, exponential_mechanism_probabilities
 from gpuprivacy.subsets import SubsetFamily
+from gpuprivacy.mechanisms._common import concrete
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -65,6 +66,7 @@ def blackbox_estimate_from_values(key, values, *, design: SubsetFamily, epsilon:
       values: int ``[k]`` grid indices from :func:`grid_values` (0 = min Y / nonresponse).
       design, epsilon, lower, upper, resolution, beta, max_work: as in :func:`blackbox_estimate`.
     """
+    concrete("epsilon", epsilon, "blackbox_estimate_from_values")  # calibrated in Python
     key = check_key(key)
     epsilon = check_epsilon(epsilon)
     grid = output_grid(lower=lower, upper=upper, resolution=resolution)
@@ -135,6 +137,7 @@ def blackbox_estimate(key, data, oracle_fn, *, design: SubsetFamily, epsilon: fl
     References:
       Steinke & Steinke, *Privately Estimating Black-Box Statistics*, Algorithm 4.1, Thm 4.4, App. A.1.
     """
+    concrete("epsilon", epsilon, "blackbox_estimate")  # calibrated in Python
     key = check_key(key)
     epsilon = check_epsilon(epsilon)
     grid = output_grid(lower=lower, upper=upper, resolution=resolution)

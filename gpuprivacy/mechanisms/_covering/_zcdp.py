@@ -26,6 +26,7 @@ from gpuprivacy.designs import (
 from gpuprivacy.mechanisms._covering._grid import _as_grid_values, _info, _prepare_design, grid_values, output_grid
 from gpuprivacy.mechanisms._release import Release, stated_guarantee
 from gpuprivacy.subsets import SubsetFamily
+from gpuprivacy.mechanisms._common import concrete
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -57,6 +58,7 @@ def blackbox_estimate_zcdp_from_values(key, values, *, design: SubsetFamily, rho
                                        resolution: float, beta: float = 1e-2,
                                        max_work: int = DEFAULT_MAX_WORK) -> Release:
     """rho-zCDP estimator from grid values (see :func:`blackbox_estimate_zcdp`)."""
+    concrete("rho", rho, "blackbox_estimate_zcdp_from_values")  # calibrated in Python
     key = check_key(key)
     rho = check_positive("rho", rho)
     grid = output_grid(lower=lower, upper=upper, resolution=resolution)
@@ -109,6 +111,7 @@ def blackbox_estimate_zcdp(key, data, oracle_fn, *, design: SubsetFamily, rho: f
       Steinke & Steinke 2025, Thm 4.5, Prop. A.3, App. A.4 (the naive binary search; its
       explicit constants are ours).
     """
+    concrete("rho", rho, "blackbox_estimate_zcdp")  # calibrated in Python
     key = check_key(key)
     rho = check_positive("rho", rho)
     grid = output_grid(lower=lower, upper=upper, resolution=resolution)

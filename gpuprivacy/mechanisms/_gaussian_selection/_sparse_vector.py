@@ -36,7 +36,7 @@ from gpuprivacy._config import require_x64
 from gpuprivacy._rounding import round_up
 from gpuprivacy._typing import Array, Key
 from gpuprivacy.accounting import ApproxDP, zhu_wang_at_epsilon
-from gpuprivacy.mechanisms._common import check_bool, check_choice, check_scores, unit_noise
+from gpuprivacy.mechanisms._common import check_bool, check_choice, check_scores, unit_noise, concrete
 from gpuprivacy.mechanisms._gaussian_selection._filters import (
     DELTA_SCHEDULES,
     PaperModeWarning,
@@ -306,6 +306,7 @@ def gaussian_sparse_vector(key: Key, queries: Array, *, threshold: float, sigma_
       (arXiv v2), Algorithm 4, Theorem 19 (delta corrected; see docs/errata.md), Sec. 4.1;
       Zhu & Wang, Improving Sparse Vector Technique with Renyi Differential Privacy, NeurIPS 2020, Theorem 7.
     """
+    concrete("delta", delta, "gaussian_sparse_vector")  # calibrated in Python
     key, queries, parameters, schedule, max_instances, query_cap = _check_sparse_vector_release(
         key, queries, threshold, sigma_threshold, sigma_query, sensitivity, lower, upper, schedule, max_instances,
         query_cap, "gaussian_sparse_vector")

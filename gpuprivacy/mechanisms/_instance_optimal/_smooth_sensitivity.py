@@ -528,7 +528,8 @@ def smooth_sensitivity_median(key: Key, data: Any, *, epsilon: float, lower: flo
                                  max_distance=None if max_distance is None else K)
     alpha, beta = smooth_parameters(epsilon, noise, delta)
     # The noise is (smooth sensitivity <= upper - lower) / alpha times a Cauchy-like or Laplace draw.
-    check_noise_scale((upper - lower) * float(epsilon / alpha), epsilon, what="smooth_sensitivity_median",
+    check_noise_scale((upper - lower) / smooth_parameters(1.0, noise, delta)[0], epsilon,
+                      what="smooth_sensitivity_median",
                       tail=CAUCHY_TAIL if noise == "cauchy" else LAPLACE_TAIL)
     release = _smooth_release(key, x, jnp.asarray(alpha, jnp.float64), jnp.asarray(beta, jnp.float64),
                               jnp.asarray(lower, jnp.float64), jnp.asarray(upper, jnp.float64), median_rank(n), K,

@@ -48,7 +48,7 @@ from gpuprivacy.mechanisms._median._density import (
     piece_table,
     snap,
 )
-from gpuprivacy.mechanisms._common import check_bool
+from gpuprivacy.mechanisms._common import check_bool, concrete
 from gpuprivacy.mechanisms._piecewise_sampler import sample_piecewise
 from gpuprivacy.mechanisms._release import Release, batched_trials, stated_guarantee
 
@@ -265,6 +265,7 @@ def private_median(key: Key, data, *, epsilon: float, lower: float = -math.inf, 
       >>> bool(abs(out.value) < 0.2), int(out.info.nonprivate_route)
       (True, 0)
     """
+    concrete("epsilon", epsilon, "private_median")  # calibrated in Python
     key = check_key(key)
     data = _check_median_data(data)
     lower, upper = _check_median_domain(lower, upper)

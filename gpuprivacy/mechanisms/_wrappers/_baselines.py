@@ -22,6 +22,7 @@ from gpuprivacy.mechanisms._wrappers._common import (
 )
 from gpuprivacy.noise import laplace
 from gpuprivacy import subsets as ps
+from gpuprivacy.mechanisms._common import concrete
 
 
 class BaselineInfo(NamedTuple):
@@ -139,6 +140,7 @@ def white_box_laplace(key: Key, data, *, oracle_fn, sensitivity: float, epsilon:
     References:
       Dwork, McSherry, Nissim & Smith, TCC 2006; Linder et al., Fact 2.1.
     """
+    concrete("sensitivity", sensitivity, "white_box_laplace")  # calibrated in Python
     key = check_key(key)
     epsilon = check_epsilon(epsilon)
     sensitivity = check_positive("sensitivity", sensitivity)

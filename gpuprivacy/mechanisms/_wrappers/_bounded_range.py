@@ -46,6 +46,7 @@ from gpuprivacy.mechanisms._wrappers._common import (
 from gpuprivacy.mechanisms._wrappers._subset_extension import stability_floor
 from gpuprivacy.noise import laplace
 from gpuprivacy import subsets as ps
+from gpuprivacy.mechanisms._common import concrete
 
 
 class SmallDiameterInfo(NamedTuple):
@@ -172,6 +173,7 @@ def small_diameter_subset_extension(key: Key, data, *, oracle_fn, r: float, c: f
     References:
       Linder et al., Algorithm 4, Theorem C.1, Lemma C.4, Claim C.5.
     """
+    concrete("epsilon", epsilon, "small_diameter_subset_extension")  # calibrated in Python
     key = check_key(key)
     epsilon = check_epsilon(epsilon)
     r, c = _check_range(r, c)
@@ -345,6 +347,7 @@ def double_monotonization(key: Key, data, *, oracle_fn, r: float, c: float, epsi
     References:
       Linder et al., Algorithm 5, Theorem D.1, Lemmas D.3-D.4.
     """
+    concrete("epsilon", epsilon, "double_monotonization")  # calibrated in Python
     key = check_key(key)
     epsilon = check_epsilon(epsilon)
     beta = check_probability("beta", beta)
@@ -363,11 +366,11 @@ def double_monotonization(key: Key, data, *, oracle_fn, r: float, c: float, epsi
     w = n + _dm_noise(level_key, epsilon)
     low = clamp_int(jnp.floor(w - tau - offset))
     depth = n - low
-    concrete = concrete_int(depth)
-    if concrete is not None and max_depth is not None and concrete > max_depth:
+    known_depth = concrete_int(depth)
+    if known_depth is not None and max_depth is not None and known_depth > max_depth:
         info = DoubleMonotonizationInfo(w, jnp.asarray(True), tau, depth, 0)
         return Release(jnp.asarray(NONRESPONSE), info, guarantee)
-    eval_depth = cap if concrete is None else max(0, min(concrete, cap))
+    eval_depth = cap if known_depth is None else max(0, min(known_depth, cap))
     cache = build_cache(oracle_fn, data, depth=eval_depth, cap=cap, capacity=capacity, max_queries=max_queries,
                         chunk_size=chunk_size, progress=progress,
                         sanitise=lambda v: sanitise_real(v, scale=c, lower=0.0, upper=r), fill=jnp.float64(0.0))

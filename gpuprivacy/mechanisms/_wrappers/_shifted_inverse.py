@@ -36,6 +36,7 @@ from gpuprivacy.mechanisms._wrappers._common import (
 )
 from gpuprivacy.noise import gumbel, laplace
 from gpuprivacy.subsets import plan_queries
+from gpuprivacy.mechanisms._common import concrete
 
 
 class ShiftedInverseInfo(NamedTuple):
@@ -252,6 +253,7 @@ def sens_o_matic(key: Key, data, *, oracle_fn, grid, epsilon: float, beta: float
       Linder, Raskhodnikova, Smith & Steinke, Privately Evaluating Untrusted
       Black-Box Functions, Algorithm 1, Theorem 3.1, Lemma 3.2.
     """
+    concrete("epsilon", epsilon, "sens_o_matic")  # calibrated in Python
     key = check_key(key)
     y = check_grid(grid)
     epsilon = check_epsilon(epsilon)
@@ -269,13 +271,13 @@ def sens_o_matic(key: Key, data, *, oracle_fn, grid, epsilon: float, beta: float
     plan_queries(n, cap, max_queries=max_queries, what="sens_o_matic")  # before any noise (P6)
     level_key, out_key = jax.random.split(key)
     depth = _som_depth(level_key, lam, divide_up(2, epsilon))
-    concrete = concrete_int(depth)
+    known_depth = concrete_int(depth)
     grid_device = jnp.asarray(y)
-    if concrete is not None and max_depth is not None and concrete > max_depth:
-        info = SensOMaticInfo(jnp.asarray(n - concrete), jnp.asarray(True), jnp.asarray(-1, jnp.int32), lam_s,
+    if known_depth is not None and max_depth is not None and known_depth > max_depth:
+        info = SensOMaticInfo(jnp.asarray(n - known_depth), jnp.asarray(True), jnp.asarray(-1, jnp.int32), lam_s,
                               depth, 0)
         return Release(jnp.asarray(NONRESPONSE), info, guarantee)
-    eval_depth = cap if concrete is None else max(0, min(concrete, cap))
+    eval_depth = cap if known_depth is None else max(0, min(known_depth, cap))
     cache = build_cache(oracle_fn, data, depth=eval_depth, cap=cap, capacity=capacity, max_queries=max_queries,
                         chunk_size=chunk_size, progress=progress,
                         sanitise=lambda v: round_to_grid(v, grid_device), fill=jnp.int32(0),
@@ -327,6 +329,7 @@ def shifted_inverse(key: Key, data, *, oracle_fn, grid, epsilon: float, beta: fl
     References:
       Linder et al., Lemma 3.2; Fang, Dong & Yi, Shifted Inverse, SIGMOD 2022.
     """
+    concrete("epsilon", epsilon, "shifted_inverse")  # calibrated in Python
     key = check_key(key)
     y = check_grid(grid)
     epsilon = check_epsilon(epsilon)

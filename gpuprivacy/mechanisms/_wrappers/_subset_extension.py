@@ -50,6 +50,7 @@ from gpuprivacy.mechanisms._wrappers._common import (
 )
 from gpuprivacy.noise import laplace, truncated_laplace
 from gpuprivacy import subsets as ps
+from gpuprivacy.mechanisms._common import concrete
 
 SUBSET_EXTENSION_Q = 20
 _NO_BAD_EDGE = -(1 << 30)
@@ -250,6 +251,8 @@ def subset_extension(key: Key, data, *, oracle_fn, c: float, epsilon: float, del
     References:
       Linder et al., Algorithm 2, Theorem 4.1, Lemma 4.6, Claims 4.7-4.8.
     """
+    concrete("epsilon", epsilon, "subset_extension")  # calibrated in Python
+    concrete("delta", delta, "subset_extension")  # calibrated in Python
     key = check_key(key)
     epsilon, delta = check_epsilon(epsilon), check_delta(delta)
     data, n, capacity, max_queries = check_common(data, capacity, max_queries)
@@ -262,8 +265,8 @@ def subset_extension(key: Key, data, *, oracle_fn, c: float, epsilon: float, del
     ps.plan_queries(n, cap, max_queries=max_queries, what="subset_extension")
     level_key, out_key = jax.random.split(key)
     depth = _se_depth(level_key, tau=tau, eps0=eps0, q=q)
-    concrete = concrete_int(depth)
-    eval_depth = cap if concrete is None else min(concrete, cap)
+    known_depth = concrete_int(depth)
+    eval_depth = cap if known_depth is None else min(known_depth, cap)
     cache = build_cache(oracle_fn, data, depth=eval_depth, cap=cap, capacity=capacity, max_queries=max_queries,
                         chunk_size=chunk_size, progress=progress, sanitise=lambda v: sanitise_real(v, scale=c),
                         fill=jnp.float64(0.0), regime="powerset")
@@ -328,6 +331,8 @@ def tahoe(key: Key, data, *, oracle_fn, c: float, epsilon: float, delta: float, 
     References:
       Linder et al., Algorithm 3, Proposition B.1; Kohli & Laskowski, PETS 2023.
     """
+    concrete("epsilon", epsilon, "tahoe")  # calibrated in Python
+    concrete("delta", delta, "tahoe")  # calibrated in Python
     key = check_key(key)
     epsilon, delta = check_epsilon(epsilon), check_delta(delta)
     data, n, capacity, max_queries = check_common(data, capacity, max_queries)
