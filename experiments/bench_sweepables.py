@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import inspect
 import json
 import os
 import pathlib
@@ -145,6 +146,10 @@ def batched_runner(release, trials, params, key, data):
 
     ``fn`` has been called once (``first_s`` seconds: the compiling call, including a failed trace).
     """
+    if "clip" in inspect.signature(release).parameters and "clip" not in params:
+        # Traced data need clip=True (refused otherwise); the data are the same in-range rows the loop sees.
+        params = {**params, "clip": True}
+
     def run(k, x):
         return mechanisms.run_trials(release, k, trials, x, batched_args=True, **params).value
 

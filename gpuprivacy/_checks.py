@@ -8,8 +8,11 @@ tracers, so a validated parameter array can be vmapped through a kernel.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
 import numbers
+from collections.abc import Iterator
 from typing import Any
 
 import jax
@@ -108,8 +111,11 @@ def check_key(key: Any, name: str = "key") -> jax.Array:
                     f"and shape {key.shape}. Use jax.vmap for batching.")
 
 
-def check_real_array(value: Any, name: str) -> np.ndarray:
-    """A NumPy array of real numbers (or bools) with no NaN or inf; the value is not copied if it need not be."""
+def check_real_array(value: Any, name: str, *, allow_nonfinite: bool = False) -> np.ndarray:
+    """A NumPy array of real numbers (or bools) with no NaN or inf; the value is not copied if it need not be.
+
+    ``allow_nonfinite``: NaN and inf pass (the caller maps them to public values, as its user asked).
+    """
     if isinstance(value, (str, bytes)):
         raise TypeError(f"{name} must be a real number or array of real numbers, got {value!r}.")
     if isinstance(value, jax.Array) and jax.numpy.issubdtype(value.dtype, jax.numpy.floating):
@@ -123,7 +129,7 @@ def check_real_array(value: Any, name: str) -> np.ndarray:
                         f"np.asarray({name}, dtype=np.float64).")
     if np.iscomplexobj(arr):
         raise TypeError(f"{name} must be real-valued, got complex dtype {arr.dtype}.")
-    if np.issubdtype(arr.dtype, np.floating):
+    if np.issubdtype(arr.dtype, np.floating) and not allow_nonfinite:
         bad = ~np.isfinite(arr)
         if bad.any():
             where = tuple(int(i) for i in np.argwhere(bad)[0])
@@ -131,6 +137,52 @@ def check_real_array(value: Any, name: str) -> np.ndarray:
                              f"index {where}: {arr[where]!r}. Remove or impute them before release; gpuprivacy "
                              "never drops rows silently.")
     return arr
+
+
+# --- traced data ------------------------------------------------------------------------------------
+# Under jax.jit, jax.vmap or run_trials(..., batched_args=True) the data are tracers: their values are
+# unknown while tracing, so the eager checks (NaN, inf, rows outside the domain) cannot raise, and turning
+# them into a withheld release would make the withholding itself depend on the data (a leak). So traced
+# data are refused at trace time unless the caller chose ``clip=True``: a documented map of every value
+# outside the mechanism's range (NaN and inf included) to a public value, the same map with or without
+# tracing. docs/fail_closed.md "Traced data".
+_CALLER_CHECKS_DATA: contextvars.ContextVar[bool] = contextvars.ContextVar("gpuprivacy_caller_checks_data",
+                                                                           default=False)
+
+
+@contextlib.contextmanager
+def data_checked_by_caller() -> Iterator[None]:
+    """Private: while tracing inside, traced data are accepted without ``clip=True``.
+
+    Only for gpuprivacy's own engines that check the same data themselves and report what they found (the
+    study engine counts every trial's rows outside the domain and marks the cell, gpuprivacy/sweeps). It is
+    never a way to skip a check: whoever enters it owns the check.
+    """
+    token = _CALLER_CHECKS_DATA.set(True)
+    try:
+        yield
+    finally:
+        _CALLER_CHECKS_DATA.reset(token)
+
+
+def caller_checks_data() -> bool:
+    """Whether a :func:`data_checked_by_caller` block is active."""
+    return _CALLER_CHECKS_DATA.get()
+
+
+def refuse_traced_data(data: Any, name: str, *, what: str, clip: bool) -> None:
+    """Raises a TypeError at trace time for traced ``data`` unless ``clip`` (or a checking caller) allows it.
+
+    ``what`` says what the eager check would have checked, e.g. "NaN, inf or rows outside [lower, upper]".
+    """
+    if clip or not is_tracer(data) or _CALLER_CHECKS_DATA.get():
+        return
+    raise TypeError(
+        f"{name} is traced (under jax.jit, jax.vmap or run_trials(..., batched_args=True)), so its values cannot "
+        f"be checked for {what} while tracing, and a check that depended on them would itself leak. Pass "
+        f"clip=True: every value outside the range (NaN and inf included) is then mapped to a public value, "
+        f"the same way with or without tracing, and values inside are untouched. Or call the mechanism on "
+        f"concrete data, where the checks raise.")
 
 
 def check_data(data: Any, name: str = "data", *, min_rows: int = 1) -> np.ndarray:
@@ -163,8 +215,9 @@ def check_rows_in_domain(data: Any, lower: Any, upper: Any, clip: Any, name: str
     ``[lower, upper]`` is a ``ValueError`` naming the argument, how many rows
     and the first offending value; with ``clip=True`` rows are clamped to
     ``[lower, upper]``. Infinite ends (an unbounded domain) never reject and
-    never clamp. On JAX tracers (under ``jit``/``vmap``, where checks are
-    skipped) the rows are clamped, so kernels stay total.
+    never clamp. Traced data (or a traced domain) cannot be checked: with
+    ``clip=False`` they are refused at trace time (:func:`refuse_traced_data`),
+    with ``clip=True`` they are mapped by :func:`clamp_to_domain`.
 
     Returns:
       ``data`` clamped to ``[lower, upper]`` (a NumPy array, or a JAX array for
@@ -173,13 +226,14 @@ def check_rows_in_domain(data: Any, lower: Any, upper: Any, clip: Any, name: str
     if not isinstance(clip, (bool, np.bool_)):
         raise TypeError(f"clip must be True or False, got {clip!r} of type {type(clip).__name__}.")
     clip = bool(clip)
-    if is_tracer(lower) or is_tracer(upper):
-        return jax.numpy.clip(jax.numpy.asarray(data, jax.numpy.float64), lower, upper)
+    if is_tracer(data) or is_tracer(lower) or is_tracer(upper):
+        # The values cannot be checked while tracing: refused unless the caller chose clip=True.
+        refuse_traced_data(data if is_tracer(data) else lower if is_tracer(lower) else upper, name,
+                           what="NaN, inf or rows outside the domain [lower, upper]", clip=clip)
+        return clamp_to_domain(data, lower, upper)
     lower, upper = float(lower), float(upper)
     if math.isinf(lower) and math.isinf(upper):
         return data
-    if is_tracer(data):
-        return jax.numpy.clip(jax.numpy.asarray(data, jax.numpy.float64), lower, upper)
     arr = np.asarray(data)
     outside = (arr < lower) | (arr > upper)
     if outside.any() and not clip:
@@ -190,6 +244,16 @@ def check_rows_in_domain(data: Any, lower: Any, upper: Any, clip: Any, name: str
             f"[{lower!r}, {upper!r}]; the first is {float(arr[where])!r} at index {index}. Widen lower/upper "
             "(they must be public, not computed from the data) or pass clip=True to clamp rows to [lower, upper].")
     return np.clip(arr.astype(np.float64), lower, upper)
+
+
+def clamp_to_domain(data: Any, lower: Any, upper: Any) -> jax.Array:
+    """``clip=True`` on traced data: rows clamped to ``[lower, upper]`` (+-inf to the ends), NaN rows to ``lower``.
+
+    Data-independent and 1-Lipschitz in every finite row, so neighbouring datasets stay neighbours. (Eager calls
+    raise on NaN and inf before this: they can.)
+    """
+    x = jax.numpy.asarray(data, jax.numpy.float64)
+    return jax.numpy.clip(jax.numpy.where(jax.numpy.isnan(x), lower, x), lower, upper)
 
 
 # --- noise scales that overflow --------------------------------------------------------------------

@@ -28,6 +28,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from gpuprivacy._checks import caller_checks_data, data_checked_by_caller, is_tracer
 from gpuprivacy import mechanisms
 from gpuprivacy.audit._core import AuditableMechanism, neighbours_within
 from gpuprivacy.audit._registry import register
@@ -72,8 +73,13 @@ def _vmapped_sampler(release, output=_value) -> ReleaseSampler:
     def run(key, x, num_samples):
         return jax.vmap(lambda k: output(release(k, x)))(jax.random.split(key, num_samples))
 
-    return ReleaseSampler(release, lambda key, x, num_samples: run(key, jnp.asarray(x, jnp.float64),
-                                                                   int(num_samples)))
+    def draw(key, x, num_samples):
+        if not caller_checks_data() and not is_tracer(x):
+            release(key, x)  # the mechanism's own data checks on this concrete dataset, before it is traced
+        with data_checked_by_caller():
+            return run(key, jnp.asarray(x, jnp.float64), int(num_samples))
+
+    return ReleaseSampler(release, draw)
 
 
 def _shift_neighbour(sensitivity):

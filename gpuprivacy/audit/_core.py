@@ -59,7 +59,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from gpuprivacy._checks import check_chunk_size, check_int, check_key, check_nonnegative, check_probability
+from gpuprivacy._checks import (check_chunk_size, check_int, check_key, check_nonnegative, check_probability,
+                                data_checked_by_caller)
 from gpuprivacy._config import require_x64
 from gpuprivacy._memory import work_budgets
 from gpuprivacy._progress import Progress
@@ -755,6 +756,13 @@ def audit(mechanism: AuditableMechanism, dataset, neighbour, *, claim=None, num_
         raise TypeError(f"mechanism must be an AuditableMechanism, got {type(mechanism).__name__}.")
     claim = check_guarantee(mechanism.claim if claim is None else claim)
     num_samples = check_int("num_samples", num_samples, minimum=1)
+    if num_samples > MAX_AUDIT_SAMPLES:
+        hours = 2 * num_samples / _FASTEST_SAMPLES_PER_S / 3600
+        raise ValueError(
+            f"num_samples={num_samples:.3g} cannot finish: both datasets need that many releases, about {hours:.3g} "
+            f"hours at {_FASTEST_SAMPLES_PER_S:.0e} releases/s (the fastest this auditor has run, on an H200) and "
+            f"far longer on a CPU. The cap is {MAX_AUDIT_SAMPLES:.0e}, where the Clopper-Pearson bounds already "
+            "resolve probabilities near 1e-9; pass num_samples <= that.")
     confidence = check_probability("confidence", confidence)
     chunk_size = check_chunk_size(chunk_size)
     delta = _default_delta(claim) if delta is None else check_nonnegative("delta", delta)
@@ -779,7 +787,8 @@ def audit(mechanism: AuditableMechanism, dataset, neighbour, *, claim=None, num_
             kind = "real-valued outputs (half selects the event)" if mechanism.output_kind == "real" else \
                 "mechanisms without a declared output range"
             raise ValueError(f"num_samples must be >= 2 for {kind}.")
-    with Progress(2 * num_samples, f"audit {mechanism.name}", enabled=progress) as bar:
+    _check_datasets_eagerly(mechanism, key_p, dataset, neighbour)
+    with Progress(2 * num_samples, f"audit {mechanism.name}", enabled=progress) as bar, data_checked_by_caller():
         run = _audit_discrete if mechanism.output_kind == "discrete" else _audit_real
         found = run(mechanism, dataset, neighbour, key_p, key_q, num_samples, alpha, delta, mesh, chunk_size, bar)
     epsilon_lower, event, direction, p_lower, q_upper = found
@@ -789,6 +798,24 @@ def audit(mechanism: AuditableMechanism, dataset, neighbour, *, claim=None, num_
                        violated=bool(epsilon_lower > claimed), event=event, direction=direction,
                        p_lower=p_lower, q_upper=q_upper, num_samples=num_samples,
                        output_kind=mechanism.output_kind)
+
+
+# More samples than this cannot finish (refused up front); the rate is the fastest measured (BENCHMARKS.md).
+MAX_AUDIT_SAMPLES = 10 ** 10
+_FASTEST_SAMPLES_PER_S = 1e8
+
+
+def _check_datasets_eagerly(mechanism, key, x, x_prime) -> None:
+    """Runs the audited release once on each concrete dataset, so its own data checks raise here.
+
+    The samplers then trace the datasets (:func:`gpuprivacy._checks.data_checked_by_caller`): the
+    auditor has checked them, with the mechanism's own checks, before any sample is drawn.
+    """
+    release = getattr(mechanism.sample, "release", None)
+    if release is None:
+        return
+    for data in (x, x_prime):
+        release(key, data)
 
 
 def _pair_streams(mechanism, x, x_prime, key_p, key_q, block, mesh, chunk_size, bar):

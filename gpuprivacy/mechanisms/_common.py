@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from gpuprivacy._checks import check_real_array, is_tracer
+from gpuprivacy._checks import check_real_array, is_tracer, refuse_traced_data
 # Re-exported for the selection modules that still import them from here; new code imports
 # gpuprivacy._rounding directly (the one home of directed rounding).
 
@@ -55,22 +55,31 @@ def check_choice(name: str, value: Any, choices: tuple[str, ...]) -> str:
     return value
 
 
-def check_value(value: Any, name: str = "value") -> jax.Array:
+def check_value(value: Any, name: str = "value", *, allow_nonfinite: bool = False) -> jax.Array:
     """A real scalar or array with no NaN or inf, returned as a float64 JAX array.
 
-    Tracers are cast to float64 without value checks.
+    Tracers are cast to float64 without value checks. ``allow_nonfinite``: NaN and inf pass (the caller's
+    kernel maps them to public values, as its user asked with ``clip=True``).
     """
     if is_tracer(value):
         if not (jnp.issubdtype(value.dtype, jnp.floating) or jnp.issubdtype(value.dtype, jnp.integer)
                 or value.dtype == jnp.bool_):
             raise TypeError(f"{name} must hold real numbers, got dtype {value.dtype}.")
         return value.astype(jnp.float64)
-    arr = check_real_array(value, name)
+    arr = check_real_array(value, name, allow_nonfinite=allow_nonfinite)
     return jnp.asarray(arr, dtype=jnp.float64)
 
 
-def check_scores(scores: Any, name: str = "scores") -> jax.Array:
-    """A non-empty 1-D real vector ``[num_candidates]`` as float64 (see :func:`check_value`)."""
+def check_scores(scores: Any, name: str = "scores", *, clip: Any = False,
+                 what: str = "NaN or inf") -> jax.Array:
+    """A non-empty 1-D real vector ``[num_candidates]`` as float64 (see :func:`check_value`).
+
+    ``clip=True`` lets NaN and inf through (the kernels map them to public values: :func:`sanitize`); traced
+    scores are refused at trace time without it (gpuprivacy._checks.refuse_traced_data), ``what`` naming what
+    the eager check would have checked.
+    """
+    clip = check_bool("clip", clip)
+    refuse_traced_data(scores, name, what=what, clip=clip)
     shape = np.shape(scores)
     if len(shape) != 1:
         hint = (" For a batch of score vectors use jax.vmap (or run_trials(..., batched_args=True))."
@@ -78,7 +87,7 @@ def check_scores(scores: Any, name: str = "scores") -> jax.Array:
         raise ValueError(f"{name} must be a 1-D array [num_candidates], got shape {tuple(shape)}.{hint}")
     if shape[0] < 1:
         raise ValueError(f"{name} must hold at least one candidate, got an empty array.")
-    return check_value(scores, name)
+    return check_value(scores, name, allow_nonfinite=clip)
 
 
 def concrete(name: str, value: Any, where: str) -> None:

@@ -18,7 +18,7 @@ from gpuprivacy.mechanisms import guarantee_of
 from gpuprivacy.sweeps._config import SweepCell, SweepConfigError, canonical_json, cell_id_of, expand_config
 from gpuprivacy.sweeps._mechanisms import TARGETS
 from gpuprivacy.sweeps._metrics import cell_metrics
-from gpuprivacy.sweeps._trials import CellRequest, DataSpec, run_cells
+from gpuprivacy.sweeps._trials import ROWS_OUTSIDE_DOMAIN, CellRequest, DataSpec, run_cells
 from gpuprivacy.sweeps._provenance import environment_info, utc_timestamp
 from gpuprivacy.sweeps._results import DIGEST_KEY, ResultsFile, SweepResultsError, read_rows
 
@@ -326,14 +326,17 @@ def _study_rows(block: list, chunk, bar) -> list[dict]:
     return rows
 
 
-def _infeasible_row(cell: SweepCell, data: DataSpec, mechanism, err: Exception) -> dict:
-    message = f"{type(err).__name__}: {err}".strip()
+def _infeasible_row(cell: SweepCell, data: DataSpec, mechanism, err: Exception | str) -> dict:
+    message = err if isinstance(err, str) else f"{type(err).__name__}: {err}".strip()
     return {"n": data.n, "status": "infeasible", "error": message[:2000], "guarantee": None,
             "target": mechanism.target, "population_value": None, "chunk": None, "devices": None,
             "metrics": {}}
 
 
 def _study_row(cell: SweepCell, mechanism, data: DataSpec, trials) -> dict:
+    outside = trials.info.get(ROWS_OUTSIDE_DOMAIN)
+    if outside is not None and np.any(np.asarray(outside) > 0):
+        return _outside_domain_row(cell, data, mechanism, np.asarray(outside))
     metrics = cell_metrics(trials, cell.mechanism_params, target_kind=TARGETS[mechanism.target].kind,
                            coverage_radius=cell.options.get("coverage_radius"),
                            extra=tuple(cell.options.get("metrics", ())))
@@ -341,6 +344,22 @@ def _study_row(cell: SweepCell, mechanism, data: DataSpec, trials) -> dict:
     return {"n": data.n, "status": "ok", "guarantee": _guarantee_json(trials.guarantee), "target": mechanism.target,
             "population_value": trials.population, "chunk": trials.chunk, "devices": trials.devices,
             "metrics": metrics}
+
+
+def _outside_domain_row(cell: SweepCell, data: DataSpec, mechanism, outside: np.ndarray) -> dict:
+    """The row of a cell whose data have rows outside the declared domain and that does not clip.
+
+    The direct call raises on such data ("data has k row(s) outside the declared domain"); the sweep says so in
+    the cell's row instead of reporting a release on data the mechanism never accepted.
+    """
+    params = cell.mechanism_params
+    first = int(np.argmax(outside > 0))
+    message = (f"ValueError: the data of {int(np.sum(outside > 0))} of {outside.shape[0]} trials have rows outside "
+               f"the declared domain [lower, upper] = [{params.get('lower')!r}, {params.get('upper')!r}] (trial "
+               f"{first}: {int(outside[first])} of {data.n} rows), and the cell does not clip. Set clip = true in "
+               f"the mechanism's parameters to clamp them to the domain, or widen lower/upper (public values, not "
+               f"read from the data).")
+    return _infeasible_row(cell, data, mechanism, message)
 
 
 def _guarantee_json(guarantee) -> dict | None:

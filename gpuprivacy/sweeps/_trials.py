@@ -19,6 +19,8 @@ chunk is sized by a byte budget (:func:`gpuprivacy._memory.chunk_budget_bytes`).
 
 from __future__ import annotations
 
+import functools
+import inspect
 import time
 from collections import OrderedDict
 from typing import Any, NamedTuple
@@ -28,6 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, PartitionSpec
 
+from gpuprivacy._checks import data_checked_by_caller
 from gpuprivacy._memory import chunk_budget_bytes
 from gpuprivacy._sort import sort
 from gpuprivacy.mechanisms import batched_implementation, guarantee_of
@@ -144,6 +147,34 @@ def _valid(release):
     return jnp.asarray(valid, bool)
 
 
+# The info field in which the engine reports, per trial, the rows of the data outside the mechanism's declared
+# domain [lower, upper] (NaN included) when the cell does not clip: the cell is then refused (gpuprivacy/sweeps/
+# _run.py), as the direct call on the same data would be. Not a release field: the sweep is a simulation.
+ROWS_OUTSIDE_DOMAIN = "engine_rows_outside_domain"
+
+
+@functools.lru_cache(maxsize=None)
+def _takes_clip(release) -> bool:
+    try:
+        return "clip" in inspect.signature(release).parameters
+    except (TypeError, ValueError):  # pragma: no cover (a builtin without a signature)
+        return False
+
+
+def _rows_outside_domain(mechanism: SweepableMechanism, x, params):
+    """The rows of ``x`` outside ``[lower, upper]`` (NaN included) for a domain mechanism that does not clip, else None.
+
+    The engine traces the data under :func:`gpuprivacy._checks.data_checked_by_caller`, so the mechanism's own
+    check cannot raise; this is that check, counted on the device for every trial.
+    """
+    if not _takes_clip(mechanism.release) or params.get("clip", False) is True:
+        return None
+    if "lower" not in params or "upper" not in params:
+        return None
+    inside = (x >= params["lower"]) & (x <= params["upper"])
+    return jnp.sum(~inside, dtype=jnp.int32)
+
+
 def _mechanism_fn(mechanism: SweepableMechanism, static: tuple, with_exact: bool):
     """``one(trial_key, x, traced) -> (value, target, valid, info, exact)``: one trial on its data ``x``."""
     target = TARGETS[mechanism.target]
@@ -154,7 +185,12 @@ def _mechanism_fn(mechanism: SweepableMechanism, static: tuple, with_exact: bool
         params = {**static_params, **traced}
         release = mechanism.release(mechanism_key, x, **params)
         exact = _exact_values(mechanism, x, params) if with_exact else {}
-        return release.value, target.statistic(x, params), _valid(release), _info_scalars(release.info), exact
+        valid, info = _valid(release), _info_scalars(release.info)
+        outside = _rows_outside_domain(mechanism, x, params)
+        if outside is not None:
+            valid = valid & (outside == 0)
+            info = {**info, ROWS_OUTSIDE_DOMAIN: outside}
+        return release.value, target.statistic(x, params), valid, info, exact
     return one
 
 
@@ -197,7 +233,8 @@ def traceable_parameters(mechanism: SweepableMechanism, params: dict, data: Data
 def _traces(mechanism, params, data, example, names) -> bool:
     static, traced = _split(params, names)
     try:
-        jax.eval_shape(_mechanism_fn(mechanism, static, False), jax.random.key(0), example, traced)
+        with data_checked_by_caller():  # the engine counts rows outside the domain itself (_rows_outside_domain)
+            jax.eval_shape(_mechanism_fn(mechanism, static, False), jax.random.key(0), example, traced)
     except Exception:  # noqa: BLE001  (the mechanism needs them concrete: they stay static)
         return False
     return True
@@ -209,7 +246,8 @@ def _compiled(cache_key, build, example_args):
         _PROGRAMS.move_to_end(cache_key)
         return _PROGRAMS[cache_key], 0.0
     start = time.perf_counter()
-    program = jax.jit(build()).lower(*example_args).compile()  # compiled ahead, so its time is told apart
+    with data_checked_by_caller():  # the engine counts rows outside the domain itself (_rows_outside_domain)
+        program = jax.jit(build()).lower(*example_args).compile()  # compiled ahead, so its time is told apart
     _PROGRAMS[cache_key] = program
     while len(_PROGRAMS) > MAX_PROGRAMS:
         _PROGRAMS.popitem(last=False)

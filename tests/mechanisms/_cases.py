@@ -8,6 +8,7 @@ family namespaces ``wrappers``, ``median``, ``instance_optimal`` and
 ``RELEASE_CASES`` and fails when a public release function has no case.
 """
 
+import inspect
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -41,6 +42,18 @@ class Case(NamedTuple):
     keyword_exceptions: dict = {}  # keyword -> why it may be on one side only of mechanism vs guarantee
     xfail: dict = {}  # invariant name -> reason (known library bugs; strict)
     notes: dict = {}  # invariant name -> why it is skipped (e.g. "jit": "noise drawn on the host")
+
+    @property
+    def traced_kwargs(self) -> dict[str, Any]:
+        """The keywords for a call on traced data: ``clip=True`` where the mechanism takes it.
+
+        Traced data cannot be checked, so they are refused at trace time unless the caller chose the
+        documented map of out-of-range values (``clip=True``); on the cases' in-range data it changes nothing,
+        so the traced release still equals the eager one.
+        """
+        if "clip" in inspect.signature(self.mechanism).parameters and "clip" not in self.kwargs:
+            return {**self.kwargs, "clip": True}
+        return self.kwargs
 
 
 CLASSIC = dict(batch_data=True, run_trials=True)

@@ -169,9 +169,12 @@ def test_gaussian_rnm_selects_the_max_and_reports_sigma(key):
 
 
 def test_gaussian_rnm_kernel_clamps_traced_scores(key):
-    # Validation is skipped on tracers; the kernel clamps to [lower, upper] and maps NaN to lower.
+    # Traced scores cannot be checked: refused without clip=True; with it the kernel clamps to [lower, upper]
+    # and maps NaN to lower.
     kwargs = dict(sigma=0.3, sensitivity=0.1, **UNIT)
-    run = jax.jit(functools.partial(mechanisms.gaussian_report_noisy_max, **kwargs))
+    with pytest.raises(TypeError, match="clip=True"):
+        jax.jit(functools.partial(mechanisms.gaussian_report_noisy_max, **kwargs))(key, jnp.asarray([0.2, 0.5]))
+    run = jax.jit(functools.partial(mechanisms.gaussian_report_noisy_max, clip=True, **kwargs))
     for raw, clamped in [([-5.0, 0.5, 7.0], [0.0, 0.5, 1.0]), ([jnp.nan, 0.2, 0.1], [0.0, 0.2, 0.1])]:
         keys = jax.random.split(key, 64)
         traced = jax.vmap(lambda k, raw=raw: run(k, jnp.asarray(raw)).value)(keys)
@@ -307,7 +310,9 @@ def test_gaussian_above_threshold_value_encoding(key):
 
 
 def test_gaussian_above_threshold_kernel_clamps_traced_queries(key):
-    run = jax.jit(functools.partial(mechanisms.gaussian_above_threshold, **AT))
+    with pytest.raises(TypeError, match="clip=True"):
+        jax.jit(functools.partial(mechanisms.gaussian_above_threshold, **AT))(key, jnp.array([0.3, 0.4]))
+    run = jax.jit(functools.partial(mechanisms.gaussian_above_threshold, clip=True, **AT))
     keys = jax.random.split(key, 64)
     raw = jnp.array([jnp.nan, -3.0, 0.3, 9.0])
     clamped = jnp.array([0.0, 0.0, 0.3, 1.0])

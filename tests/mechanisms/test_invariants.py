@@ -120,10 +120,10 @@ def test_jit_of_vmap_equals_eager_loop(key, case):
     keys = jax.random.split(key, BATCH)
     data = batch_of(case.data) if case.batch_data else None
     if case.trace_data and case.batch_data:
-        batched_fn = jax.vmap(lambda k, d: case.mechanism(k, d, *case.args, **case.kwargs))
+        batched_fn = jax.vmap(lambda k, d: case.mechanism(k, d, *case.args, **case.traced_kwargs))
         args = (keys, jnp.asarray(data))
     elif case.trace_data:
-        batched_fn = jax.vmap(lambda k, d: case.mechanism(k, d, *case.args, **case.kwargs), in_axes=(0, None))
+        batched_fn = jax.vmap(lambda k, d: case.mechanism(k, d, *case.args, **case.traced_kwargs), in_axes=(0, None))
         args = (keys, jax.tree_util.tree_map(jnp.asarray, case.data))
     else:
         batched_fn = jax.vmap(lambda k: call(case, k))
@@ -133,7 +133,7 @@ def test_jit_of_vmap_equals_eager_loop(key, case):
         assert_same_release(row(batched, i), call(case, keys[i], None if data is None else data[i]))
     if case.run_trials:
         assert_same_release(mechanisms.run_trials(case.mechanism, key, BATCH, data, *case.args, batched_args=True,
-                                                  **case.kwargs), batched)
+                                                  **case.traced_kwargs), batched)
 
 
 def test_non_vmappable_cases_say_why():
@@ -165,7 +165,7 @@ def test_release_carries_the_guarantee_its_function_states(key, case):
     assert release.guarantee is not None, f"{case.name} returns a release without its guarantee"
     assert release.guarantee == expected
     if case.jittable and case.trace_data:
-        traced = jax.jit(lambda k, d: case.mechanism(k, d, *case.args, **case.kwargs))(
+        traced = jax.jit(lambda k, d: case.mechanism(k, d, *case.args, **case.traced_kwargs))(
             key, jax.tree_util.tree_map(jnp.asarray, case.data))
         assert traced.guarantee == expected
     if case.vmappable:

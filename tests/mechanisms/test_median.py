@@ -72,7 +72,11 @@ def test_jit_vmap_and_trials_equal_the_unbatched_release():
     key = jax.random.key(7)
     keys = jax.random.split(key, len(data))
     loop = np.array([float(median.private_median(k, x, **SPREAD_PARAMS).value) for k, x in zip(keys, data)])
-    vmapped = np.asarray(jax.vmap(lambda k, x: median.private_median(k, x, **SPREAD_PARAMS).value)(keys, data))
+    # Traced data need clip=True (refused otherwise; a no-op here: the domain is unbounded and the data finite).
+    vmapped = np.asarray(jax.vmap(lambda k, x: median.private_median(k, x, **SPREAD_PARAMS, clip=True).value)(keys,
+                                                                                                            data))
+    with pytest.raises(TypeError, match="clip=True"):
+        jax.vmap(lambda k, x: median.private_median(k, x, **SPREAD_PARAMS).value)(keys, data)
     np.testing.assert_array_equal(vmapped, loop)
     # max_rows = 1 sends every multi-row trial to the overflow route; the releases do not change.
     trials = median.private_median_trials(key, data, **SPREAD_PARAMS, max_rows=1)
@@ -198,5 +202,6 @@ def test_traced_calls_with_too_many_rows_point_to_the_batched_driver():
     # up front (a parameter-only error, never a data-dependent one).
     data = np.zeros((2, 10_000))
     with pytest.raises(ValueError, match="private_median_trials"):
-        jax.vmap(lambda k, x: median.private_median(k, x, **dict(PARAMS, median_bound=10.0, constant=1.0)).value)(
+        jax.vmap(lambda k, x: median.private_median(k, x, **dict(PARAMS, median_bound=10.0, constant=1.0),
+                                                    clip=True).value)(
             jax.random.split(jax.random.key(0), 2), data)

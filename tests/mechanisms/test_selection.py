@@ -147,11 +147,13 @@ def test_scale_is_rounded_up(key, monotonic, factor):
 
 
 def test_kernels_are_total_under_jit(key):
-    select = jax.jit(functools.partial(mechanisms.report_noisy_max, epsilon=1e6, noise="laplace"))
-    # Checks are skipped on tracers; NaN is the lowest score and inf is clamped.
+    # Traced scores need clip=True (refused otherwise): NaN is then the lowest score and inf is clamped.
+    with pytest.raises(TypeError, match="clip=True"):
+        jax.jit(functools.partial(mechanisms.report_noisy_max, epsilon=1.0))(key, jnp.array([0.0, 1.0]))
+    select = jax.jit(functools.partial(mechanisms.report_noisy_max, epsilon=1e6, noise="laplace", clip=True))
     assert int(select(key, jnp.array([jnp.nan, 0.0, 1.0])).value) == 2
     assert int(select(key, jnp.array([0.0, jnp.inf, 1.0])).value) == 1
-    flip = jax.jit(functools.partial(mechanisms.permute_and_flip, epsilon=1e6))
+    flip = jax.jit(functools.partial(mechanisms.permute_and_flip, epsilon=1e6, clip=True))
     assert int(flip(key, jnp.array([jnp.nan, 0.0, 1.0])).value) == 2
     assert int(flip(key, jnp.array([-jnp.inf, jnp.inf, 1.0])).value) == 1
 

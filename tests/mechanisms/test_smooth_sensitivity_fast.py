@@ -98,7 +98,7 @@ def check(x, b, lower=LOWER, upper=UPPER, max_distance=None):
     np.testing.assert_array_max_ulp(np.array(ours), reference(x, b, lower, upper, max_distance), maxulp=2)
 
 
-def datasets(rng, batch, n, lower=LOWER, upper=UPPER):
+def datasets(rng, batch, n, lower=LOWER, upper=UPPER, clip=True):
     """``[batch, n]`` rows cycling over: uniform, few distinct values (ties), mass at the bounds, Cauchy."""
     width = upper - lower
     kinds = [
@@ -216,7 +216,7 @@ def test_vmap_computes_each_trial_as_alone(n):
     x, b = rng.uniform(LOWER, UPPER, (5, n)), np.array([0.05, 1 / 6, 0.3, 1.0, 3.0])
 
     def one(d, beta):
-        return io.median_smooth_sensitivity(d, beta=beta, lower=LOWER, upper=UPPER)
+        return io.median_smooth_sensitivity(d, beta=beta, lower=LOWER, upper=UPPER, clip=True)
 
     alone = np.array([[float(one(d, beta)) for beta in b] for d in x])
     np.testing.assert_array_equal(jax.vmap(lambda d: jax.vmap(lambda beta: one(d, beta))(b))(x), alone)
@@ -254,13 +254,14 @@ def test_cpu_chunks_of_a_batch_they_do_not_divide(monkeypatch):
     x = np.sort(np.random.default_rng(5).uniform(LOWER, UPPER, (7, n)), axis=1)
 
     def batched(d):
-        return jax.vmap(lambda row: io.median_smooth_sensitivity(row, beta=0.2, lower=LOWER, upper=UPPER))(d)
+        return jax.vmap(lambda row: io.median_smooth_sensitivity(row, beta=0.2, lower=LOWER, upper=UPPER,
+                                                                 clip=True))(d)
 
-    alone = [float(io.median_smooth_sensitivity(row, beta=0.2, lower=LOWER, upper=UPPER)) for row in x]
+    alone = [float(io.median_smooth_sensitivity(row, beta=0.2, lower=LOWER, upper=UPPER, clip=True)) for row in x]
     np.testing.assert_array_equal(jax.jit(batched)(x), alone)
     # Loops (fori_loop with static bounds and lax.map are both scans): the kernel's level phases, plus the map.
     single = _count(jax.make_jaxpr(lambda row: io.median_smooth_sensitivity(row, beta=0.2, lower=LOWER,
-                                                                            upper=UPPER))(x[0]), "scan")
+                                                                            upper=UPPER, clip=True))(x[0]), "scan")
     assert _count(jax.make_jaxpr(batched)(x), "scan") == _count(jax.make_jaxpr(batched)(x[:6]), "scan") == single + 1
 
 
@@ -272,7 +273,7 @@ def test_largest_gaps_up_to_its_budget_then_the_divide_and_conquer(n, max_distan
     2896 x 2896) by the largest gaps (a loop that updates a table in place, no segment reduction); one
     more column (n = 5790: 2896 x 2897) or both, the divide and conquer's segment reductions (scatters)."""
     assert _smooth_sensitivity._LARGEST_GAPS_PAIRS == 2**23
-    jaxpr = jax.make_jaxpr(lambda d: io.median_smooth_sensitivity(d, beta=0.1, lower=LOWER, upper=UPPER,
+    jaxpr = jax.make_jaxpr(lambda d: io.median_smooth_sensitivity(d, beta=0.1, lower=LOWER, upper=UPPER, clip=True,
                                                                   max_distance=max_distance))(jnp.zeros(n))
     assert (_count(jaxpr, "dynamic_update_slice") > 0) == largest_gaps
     assert (_count(jaxpr, "scatter-add") + _count(jaxpr, "scatter_max") + _count(jaxpr, "scatter-max") > 0) == (
@@ -280,8 +281,11 @@ def test_largest_gaps_up_to_its_budget_then_the_divide_and_conquer(n, max_distan
 
 
 def test_nan_reaching_the_kernel_gives_nan_as_the_definition_does():
-    x = np.array([1.0, 2.0, np.nan, 4.0, 5.0])  # traced data skip the eager NaN check
-    got = jax.jit(lambda d: io.median_smooth_sensitivity(d, beta=0.1, lower=LOWER, upper=UPPER))(x)
+    # The kernel itself, on NaN that no public path lets through (eager calls raise, traced ones need clip=True,
+    # which maps NaN to lower).
+    x = np.array([1.0, 2.0, np.nan, 4.0, 5.0])
+    got = jax.jit(lambda d: _smooth_sensitivity._median_smooth_sensitivity(
+        _smooth_sensitivity.sort_rows(d), jnp.float64(0.1), LOWER, UPPER, 3, 5)[0])(x)
     assert np.isnan(float(got)) and np.isnan(reference(x[None], np.array([0.1]))[0])
 
 
@@ -299,9 +303,10 @@ def test_no_quadratic_intermediate(n):
     flags it: the power of the test.
     """
     x = jnp.zeros(n)
-    ours = jax.make_jaxpr(lambda d: io.median_smooth_sensitivity(d, beta=0.1, lower=LOWER, upper=UPPER))(x)
+    ours = jax.make_jaxpr(lambda d: io.median_smooth_sensitivity(d, beta=0.1, lower=LOWER, upper=UPPER,
+                                                                 clip=True))(x)
     assert _largest_intermediate(ours) <= 4 * (n + 2)
-    batched = jax.make_jaxpr(jax.vmap(lambda d: io.median_smooth_sensitivity(d, beta=0.1, lower=LOWER,
+    batched = jax.make_jaxpr(jax.vmap(lambda d: io.median_smooth_sensitivity(d, beta=0.1, lower=LOWER, clip=True,
                                                                              upper=UPPER)))(jnp.zeros((8, n)))
     assert _largest_intermediate(batched) <= 8 * 4 * (n + 2)
     definition = jax.make_jaxpr(lambda d: quadratic_smooth_sensitivity(d, 0.1, LOWER, UPPER, (n + 1) // 2, n))(x)

@@ -104,7 +104,7 @@ def test_a_20_point_epsilon_grid_compiles_once(tmp_path):
 
     name = sweeps.register_mechanism(counted_median, target="median", name="counted-median-test", replace=True)
     grid = [float(e) for e in np.geomspace(0.1, 10.0, 20)]
-    config = median_config(trials=8, mechanism={"name": name, "epsilon": grid, "lower": -5.0, "upper": 5.0},
+    config = median_config(trials=8, mechanism={"name": name, "epsilon": grid, "lower": -50.0, "upper": 50.0},
                            dataset={"name": "laplace", "n": 41})
     before = _trials.COMPILE_COUNT[0]
     summary = run_sweep(config, results_path=tmp_path / "r.jsonl", progress=False)

@@ -82,7 +82,9 @@ def blackbox_estimate_from_values(key, values, *, design: SubsetFamily, epsilon:
 
 def _pure_release(key, f, epsilon, tau, grid_size):
     utilities = -pure_scores(jnp.asarray(f), tau=tau, num_outputs=grid_size)
-    return exponential_mechanism(key, utilities, epsilon=epsilon).value
+    # Our own utilities, traced under the caller's jit: clip=True is the documented map (NaN to the lowest
+    # score, +-inf to the largest magnitude) the kernel applies anyway; it is a no-op on finite utilities.
+    return exponential_mechanism(key, utilities, epsilon=epsilon, clip=True).value
 
 
 def blackbox_estimate(key, data, oracle_fn, *, design: SubsetFamily, epsilon: float, lower: float, upper: float,

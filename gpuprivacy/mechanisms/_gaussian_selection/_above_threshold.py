@@ -111,7 +111,8 @@ def _gaussian_above_threshold(key: Key, queries: Array, threshold: Array, sigma_
 
 
 def gaussian_above_threshold(key: Key, queries: Array, *, threshold: float, sigma_threshold: float,
-                             sigma_query: float, sensitivity: float, lower: float, upper: float) -> Release:
+                             sigma_query: float, sensitivity: float, lower: float, upper: float,
+                             clip: bool = False) -> Release:
     """Gaussian above threshold with ex-post accounting: the first query above a noisy threshold.
 
     Zhu & Wang (2020) / Lebensold et al. Algorithm 1 = Algorithm 3:
@@ -156,6 +157,9 @@ def gaussian_above_threshold(key: Key, queries: Array, *, threshold: float, sigm
       sensitivity: :math:`\\Delta \\in (0, \\text{upper} - \\text{lower}]`, each query's sensitivity.
       lower: :math:`a`, the public lower end of every query's range.
       upper: :math:`b > a`.
+      clip: clamp queries outside ``[lower, upper]`` (+-inf included) to it, and NaN to ``lower``, instead of
+        raising. Needed for traced queries (under ``jax.jit``/``jax.vmap``/``run_trials(..., batched_args=True)``),
+        which are refused otherwise because their values cannot be checked while tracing.
 
     Returns:
       ``Release(value, GaussianAboveThresholdInfo)``; ``value`` is an int32 in ``0..num_queries``.
@@ -190,10 +194,10 @@ def gaussian_above_threshold(key: Key, queries: Array, *, threshold: float, sigm
     where = "gaussian_above_threshold"
     require_x64(where)
     key = check_key(key)
-    queries = check_scores(queries, "queries")
+    queries = check_scores(queries, "queries", clip=clip, what="NaN, inf or values outside [lower, upper]")
     threshold, sigma_threshold, sigma_query, sensitivity, lower, upper = _check_above_threshold_parameters(
         threshold, sigma_threshold, sigma_query, sensitivity, lower, upper, where)
-    _check_in_range(queries, "queries", lower, upper)
+    _check_in_range(queries, "queries", lower, upper, clip)
     num_queries = queries.shape[0]
     guarantee = stated_guarantee(gaussian_above_threshold_guarantee, threshold=threshold,
                                  sigma_threshold=sigma_threshold, sigma_query=sigma_query, sensitivity=sensitivity,

@@ -69,9 +69,12 @@ def _check_sigma(name, value, where):
     return check_positive(name, value)
 
 
-def _check_in_range(values, name, lower, upper):
-    """Rejects concrete values outside [lower, upper]; skipped on tracers (the kernel clamps)."""
-    if is_tracer(values):
+def _check_in_range(values, name, lower, upper, clip=False):
+    """Rejects concrete values outside [lower, upper] unless ``clip`` (the kernel clamps: :func:`_clamp`).
+
+    Traced values were refused at trace time without ``clip`` (check_scores), so they are clamped too.
+    """
+    if clip or is_tracer(values):
         return
     arr = np.asarray(values)
     outside = (arr < lower) | (arr > upper)

@@ -55,7 +55,7 @@ def _gaussian_noisy_argmax(key: Key, scores: Array, sigma: Array, lower: Array,
 
 
 def gaussian_report_noisy_max(key: Key, scores: Scores, *, sigma: float, sensitivity: float, lower: float,
-                              upper: float) -> Release:
+                              upper: float, clip: bool = False) -> Release:
     """Report noisy max with Gaussian noise: pure DP for bounded scores.
 
     .. math:: M(x) = \\arg\\max_{i \\in [d]}\\; q_i(x) + Z_i, \\qquad Z_i \\sim \\mathcal N(0, \\sigma^2)
@@ -87,6 +87,9 @@ def gaussian_report_noisy_max(key: Key, scores: Scores, *, sigma: float, sensiti
       sensitivity: :math:`\\Delta \\in (0, \\text{upper} - \\text{lower}]`.
       lower: :math:`a`, the public lower end of every score's range.
       upper: :math:`b > a`.
+      clip: clamp scores outside ``[lower, upper]`` (+-inf included) to it, and NaN to ``lower``, instead of
+        raising. Needed for traced scores (under ``jax.jit``/``jax.vmap``/``run_trials(..., batched_args=True)``),
+        which are refused otherwise because their values cannot be checked while tracing.
 
     Returns:
       ``Release(value, SelectionInfo)``; ``value`` is the int32 selected index and
@@ -114,13 +117,13 @@ def gaussian_report_noisy_max(key: Key, scores: Scores, *, sigma: float, sensiti
     where = "gaussian_report_noisy_max"
     require_x64(where)
     key = check_key(key)
-    scores = check_scores(scores)
+    scores = check_scores(scores, clip=clip, what="NaN, inf or values outside [lower, upper]")
     sigma = _check_sigma("sigma", sigma, where)
     sensitivity, lower, upper = _check_bounded_class(sensitivity, lower, upper, where)
     # Also refuses fewer than two candidates (_check_num_candidates).
     guarantee = stated_guarantee(gaussian_report_noisy_max_guarantee, sigma=sigma, num_candidates=scores.shape[0],
                                  sensitivity=sensitivity, lower=lower, upper=upper)
-    _check_in_range(scores, "scores", lower, upper)
+    _check_in_range(scores, "scores", lower, upper, clip)
     selected, info = _gaussian_noisy_argmax(key, scores, jnp.asarray(sigma, jnp.float64),
                                             jnp.asarray(lower, jnp.float64), jnp.asarray(upper, jnp.float64))
     return Release(selected, info, guarantee)
@@ -160,7 +163,7 @@ def _laplace_scale(epsilon, sensitivity, num_candidates, calibration):
 
 
 def laplace_report_noisy_max(key: Key, scores: Scores, *, epsilon: float, sensitivity: float = 1.0,
-                             calibration: str = "standard") -> Release:
+                             calibration: str = "standard", clip: bool = False) -> Release:
     """Laplace report noisy max with a named calibration (the baselines of Lebensold et al. 2024, Fig. 16).
 
     .. math:: M(x) = \\arg\\max_i\\; q_i(x) + b\\,L_i, \\qquad L_i \\sim \\mathrm{Lap}(1), \\qquad
@@ -185,6 +188,8 @@ def laplace_report_noisy_max(key: Key, scores: Scores, *, epsilon: float, sensit
       epsilon: > 0.
       sensitivity: :math:`\\Delta > 0`, a bound on each score's change.
       calibration: ``"standard"`` or ``"post_processing"``.
+      clip: map NaN and +-inf scores to public values instead of raising, as in :func:`report_noisy_max`
+        (needed for traced scores).
 
     Returns:
       ``Release(value, SelectionInfo)``; ``value`` is the int32 selected index.
@@ -212,9 +217,9 @@ def laplace_report_noisy_max(key: Key, scores: Scores, *, epsilon: float, sensit
         # report_noisy_max states the same PureDP(epsilon), replaced by this mechanism's own statement.
         guarantee = stated_guarantee(laplace_report_noisy_max_guarantee, epsilon=epsilon, sensitivity=sensitivity,
                                      calibration=calibration)
-        release = report_noisy_max(key, scores, epsilon=epsilon, sensitivity=sensitivity, noise="laplace")
+        release = report_noisy_max(key, scores, epsilon=epsilon, sensitivity=sensitivity, noise="laplace", clip=clip)
         return release._replace(guarantee=guarantee)
-    key, scores, epsilon, sensitivity, _, _ = _check_selection(key, scores, epsilon, sensitivity, False)
+    key, scores, epsilon, sensitivity, _, _ = _check_selection(key, scores, epsilon, sensitivity, False, clip=clip)
     guarantee = stated_guarantee(laplace_report_noisy_max_guarantee, epsilon=epsilon, sensitivity=sensitivity,
                                  calibration=calibration)
     scale = jnp.asarray(_laplace_scale(epsilon, sensitivity, scores.shape[0], calibration), jnp.float64)

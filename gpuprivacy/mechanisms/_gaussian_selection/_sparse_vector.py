@@ -169,15 +169,15 @@ def _check_sparse_vector_common(threshold, sigma_threshold, sigma_query, sensiti
 
 
 def _check_sparse_vector_release(key, queries, threshold, sigma_threshold, sigma_query, sensitivity, lower, upper,
-                                 schedule, max_instances, query_cap, where):
+                                 schedule, max_instances, query_cap, where, clip=False):
     """The boundary checks shared by both sparse-vector releases (key, queries, parameters)."""
     require_x64(where)
     key = check_key(key)
-    queries = check_scores(queries, "queries")
+    queries = check_scores(queries, "queries", clip=clip, what="NaN, inf or values outside [lower, upper]")
     parameters, schedule, max_instances, query_cap = _check_sparse_vector_common(
         threshold, sigma_threshold, sigma_query, sensitivity, lower, upper, schedule, max_instances, query_cap,
         where)
-    _check_in_range(queries, "queries", parameters[4], parameters[5])
+    _check_in_range(queries, "queries", parameters[4], parameters[5], clip)
     return key, queries, parameters, schedule, max_instances, query_cap
 
 
@@ -228,7 +228,7 @@ def _sparse_vector_release(key, queries, parameters, run_epsilon, run_delta, bud
 def gaussian_sparse_vector(key: Key, queries: Array, *, threshold: float, sigma_threshold: float,
                            sigma_query: float, sensitivity: float, lower: float, upper: float, epsilon: float,
                            delta: float, schedule: str = "inverse_square", max_instances: int | None = None,
-                           query_cap: bool = False, paper_mode: bool = False) -> Release:
+                           query_cap: bool = False, paper_mode: bool = False, clip: bool = False) -> Release:
     """Fully adaptive Gaussian sparse vector: Gaussian above threshold under FSRC.
 
     Lebensold et al. 2024, Sec. 3.3, Sec. 4.1 and App. D. Runs of
@@ -280,6 +280,9 @@ def gaussian_sparse_vector(key: Key, queries: Array, *, threshold: float, sigma_
         run (valid since no run sees more; tighter for large
         :math:`\\rho/\\sigma_X`; allows :math:`\\sigma_Z < \\sqrt 3\\,\\sigma_X`).
         Off by default, as in the paper.
+      clip: clamp queries outside ``[lower, upper]`` (+-inf included) to it, and NaN to ``lower``, instead of
+        raising. Needed for traced queries (under ``jax.jit``/``jax.vmap``/``run_trials(..., batched_args=True)``),
+        which are refused otherwise because their values cannot be checked while tracing.
       paper_mode: the paper's unsound constant-delta rule (see above).
 
     Returns:
@@ -309,7 +312,7 @@ def gaussian_sparse_vector(key: Key, queries: Array, *, threshold: float, sigma_
     concrete("delta", delta, "gaussian_sparse_vector")  # calibrated in Python
     key, queries, parameters, schedule, max_instances, query_cap = _check_sparse_vector_release(
         key, queries, threshold, sigma_threshold, sigma_query, sensitivity, lower, upper, schedule, max_instances,
-        query_cap, "gaussian_sparse_vector")
+        query_cap, "gaussian_sparse_vector", clip)
     epsilon = check_epsilon(epsilon)
     delta = check_delta(delta)
     paper_mode = check_bool("paper_mode", paper_mode)
@@ -372,7 +375,8 @@ def gaussian_sparse_vector_whitehouse(key: Key, queries: Array, *, threshold: fl
                                       sigma_query: float, sensitivity: float, lower: float, upper: float,
                                       epsilon: float, delta_prime: float, delta_double_prime: float,
                                       schedule: str = "inverse_square", max_instances: int | None = None,
-                                      query_cap: bool = False, conversion: str = "markov") -> Release:
+                                      query_cap: bool = False, conversion: str = "markov",
+                                      clip: bool = False) -> Release:
     """Baseline: the same Gaussian above-threshold runs, composed by the Whitehouse et al. filter.
 
     Lebensold et al. 2024, App. C (Algorithm 5 with Theorem 20).
@@ -394,7 +398,7 @@ def gaussian_sparse_vector_whitehouse(key: Key, queries: Array, *, threshold: fl
 
     Args:
       key, queries, threshold, sigma_threshold, sigma_query, sensitivity, lower, upper, schedule,
-        max_instances, query_cap: as in :func:`gaussian_sparse_vector`.
+        max_instances, query_cap, clip: as in :func:`gaussian_sparse_vector`.
       epsilon: the budget :math:`\\varepsilon > 0`.
       delta_prime: :math:`\\delta' \\in (0, 1)` of the concentration term.
       delta_double_prime: :math:`\\delta'' \\in (0, 1)`, shared by the runs' deltas.
@@ -420,7 +424,7 @@ def gaussian_sparse_vector_whitehouse(key: Key, queries: Array, *, threshold: fl
     """
     key, queries, parameters, schedule, max_instances, query_cap = _check_sparse_vector_release(
         key, queries, threshold, sigma_threshold, sigma_query, sensitivity, lower, upper, schedule, max_instances,
-        query_cap, "gaussian_sparse_vector_whitehouse")
+        query_cap, "gaussian_sparse_vector_whitehouse", clip)
     epsilon = check_epsilon(epsilon)
     delta_prime = check_delta(delta_prime, "delta_prime")
     delta_double_prime = check_delta(delta_double_prime, "delta_double_prime")

@@ -47,12 +47,12 @@ def check_dataset(data: Any, lower: float, upper: float, clip: bool, *, batched:
     """Curator-boundary check of one 1-D dataset (or ``[B, n]`` when ``batched``) in ``[lower, upper]``.
 
     NaN/inf always raise; values outside the domain raise unless ``clip=True``
-    (then they are clipped, as the user asked).
+    (then they are clipped, as the user asked). Traced data are refused at trace
+    time unless ``clip=True`` (:func:`gpuprivacy._checks.check_rows_in_domain`).
     """
     clip = check_bool("clip", clip)
     if is_tracer(data):
-        out = jnp.asarray(data, jnp.float64)
-        return jnp.clip(out, lower, upper)
+        return jnp.asarray(check_rows_in_domain(data, lower, upper, clip, name))
     arr = check_data(data, name)
     want = 2 if batched else 1
     if batched and arr.ndim == 1:

@@ -67,11 +67,11 @@ def _selection_scale(epsilon, sensitivity, monotonic):
                      what=f"the noise scale {multiplier} * sensitivity / epsilon = {multiplier} * {sensitivity!r} / {epsilon!r}")
 
 
-def _check_selection(key, scores, epsilon, sensitivity, monotonic, name="scores"):
+def _check_selection(key, scores, epsilon, sensitivity, monotonic, name="scores", clip=False):
     """The validated ``(key, scores, epsilon, sensitivity, monotonic, scale)``."""
     require_x64("private selection")
     key = check_key(key)
-    scores = check_scores(scores, name)
+    scores = check_scores(scores, name, clip=clip)
     epsilon = check_epsilon(epsilon)
     sensitivity = check_positive("sensitivity", sensitivity)
     monotonic = check_bool("monotonic", monotonic)

@@ -20,7 +20,7 @@ from gpuprivacy.mechanisms._selection._common import _check_selection, _noisy_ar
 
 
 def exponential_mechanism(key: Key, utilities: Scores, *, epsilon: float, sensitivity: float = 1.0,
-                          monotonic: bool = False) -> Release:
+                          monotonic: bool = False, clip: bool = False) -> Release:
     """The exponential mechanism over a finite candidate set, by the Gumbel-max trick.
 
     .. math:: \\Pr[M(x) = i] = \\frac{\\exp(u_i(x)/b)}{\\sum_j \\exp(u_j(x)/b)},
@@ -39,6 +39,10 @@ def exponential_mechanism(key: Key, utilities: Scores, *, epsilon: float, sensit
       epsilon: > 0.
       sensitivity: :math:`\\Delta > 0`, the largest change of any utility between neighbours.
       monotonic: whether utilities are monotonic (halves the scale).
+      clip: map NaN and +-inf utilities to public values instead of raising: NaN becomes the lowest
+        representable score (never chosen over a finite one), +-inf the largest magnitude. Needed for traced
+        utilities (under ``jax.jit``/``jax.vmap``/``run_trials(..., batched_args=True)``), which are refused
+        otherwise because their values cannot be checked while tracing. Finite utilities are untouched.
 
     Returns:
       ``Release(value, SelectionInfo)``; ``value`` is the int32 selected index.
@@ -60,7 +64,7 @@ def exponential_mechanism(key: Key, utilities: Scores, *, epsilon: float, sensit
       Dwork & Roth, The Algorithmic Foundations of Differential Privacy, 2014, Thm 3.10.
     """
     key, scores, epsilon, sensitivity, monotonic, scale = _check_selection(key, utilities, epsilon, sensitivity,
-                                                                           monotonic, "utilities")
+                                                                           monotonic, "utilities", clip)
     guarantee = stated_guarantee(exponential_mechanism_guarantee, epsilon=epsilon, sensitivity=sensitivity,
                                  monotonic=monotonic)
     selected, info = _noisy_argmax(key, scores, scale, noise="gumbel")

@@ -36,7 +36,7 @@ def _permute_and_flip(key: Key, scores: Array, scale: Array) -> tuple[Array, Sel
 
 
 def permute_and_flip(key: Key, scores: Scores, *, epsilon: float, sensitivity: float = 1.0,
-                     monotonic: bool = False) -> Release:
+                     monotonic: bool = False, clip: bool = False) -> Release:
     """Permute-and-flip (McKenna & Sheldon 2020), implemented literally.
 
     Visit the candidates in a uniformly random order; at candidate :math:`r`
@@ -58,6 +58,10 @@ def permute_and_flip(key: Key, scores: Scores, *, epsilon: float, sensitivity: f
       epsilon: > 0.
       sensitivity: :math:`\\Delta > 0`.
       monotonic: whether scores are monotonic (halves the scale).
+      clip: map NaN and +-inf scores to public values instead of raising: NaN becomes the lowest
+        representable score (never chosen over a finite one), +-inf the largest magnitude. Needed for traced
+        scores (under ``jax.jit``/``jax.vmap``/``run_trials(..., batched_args=True)``), which are refused
+        otherwise because their values cannot be checked while tracing. Finite scores are untouched.
 
     Returns:
       ``Release(value, SelectionInfo)``; ``value`` is the int32 selected index.
@@ -80,7 +84,8 @@ def permute_and_flip(key: Key, scores: Scores, *, epsilon: float, sensitivity: f
       Mechanism is Identical to Report-Noisy-Max with Exponential Noise
       <https://arxiv.org/abs/2105.07260>`_, 2021.
     """
-    key, scores, epsilon, sensitivity, monotonic, scale = _check_selection(key, scores, epsilon, sensitivity, monotonic)
+    key, scores, epsilon, sensitivity, monotonic, scale = _check_selection(key, scores, epsilon, sensitivity, monotonic,
+                                                                           clip=clip)
     guarantee = stated_guarantee(permute_and_flip_guarantee, epsilon=epsilon, sensitivity=sensitivity,
                                  monotonic=monotonic)
     selected, info = _permute_and_flip(key, scores, scale)

@@ -15,7 +15,7 @@ from gpuprivacy.mechanisms._selection._common import NOISE_NAMES, _check_selecti
 
 
 def report_noisy_max(key: Key, scores: Scores, *, epsilon: float, sensitivity: float = 1.0,
-                     noise: str = "gumbel", monotonic: bool = False) -> Release:
+                     noise: str = "gumbel", monotonic: bool = False, clip: bool = False) -> Release:
     """Report-noisy-max: the index of the largest noisy score.
 
     .. math:: M(x) = \\arg\\max_i\\; q_i(x) + b\\,Z_i, \\qquad
@@ -43,6 +43,10 @@ def report_noisy_max(key: Key, scores: Scores, *, epsilon: float, sensitivity: f
       sensitivity: :math:`\\Delta > 0`.
       noise: ``"gumbel"``, ``"laplace"`` or ``"exponential"``.
       monotonic: whether scores are monotonic (halves the scale).
+      clip: map NaN and +-inf scores to public values instead of raising: NaN becomes the lowest
+        representable score (never chosen over a finite one), +-inf the largest magnitude. Needed for traced
+        scores (under ``jax.jit``/``jax.vmap``/``run_trials(..., batched_args=True)``), which are refused
+        otherwise because their values cannot be checked while tracing. Finite scores are untouched.
 
     Returns:
       ``Release(value, SelectionInfo)``; ``value`` is the int32 selected index.
@@ -69,7 +73,8 @@ def report_noisy_max(key: Key, scores: Scores, *, epsilon: float, sensitivity: f
       <https://arxiv.org/abs/2105.07260>`_, 2021.
     """
     noise = check_choice("noise", noise, NOISE_NAMES)
-    key, scores, epsilon, sensitivity, monotonic, scale = _check_selection(key, scores, epsilon, sensitivity, monotonic)
+    key, scores, epsilon, sensitivity, monotonic, scale = _check_selection(key, scores, epsilon, sensitivity, monotonic,
+                                                                           clip=clip)
     guarantee = stated_guarantee(report_noisy_max_guarantee, epsilon=epsilon, sensitivity=sensitivity, noise=noise,
                                  monotonic=monotonic)
     selected, info = _noisy_argmax(key, scores, scale, noise=noise)

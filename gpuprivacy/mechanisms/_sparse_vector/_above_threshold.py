@@ -118,11 +118,11 @@ def _sparse_vector(key: Key, queries: Array, threshold: Array, threshold_scale: 
     return answers, halt_index, jnp.minimum(count[-1], max_positives), true_answers, true_first
 
 
-def _check_sparse_vector(key, queries, threshold, epsilon, sensitivity, monotonic, max_positives):
+def _check_sparse_vector(key, queries, threshold, epsilon, sensitivity, monotonic, max_positives, clip=False):
     """The validated ``(key, queries, threshold, epsilon, sensitivity, monotonic, max_positives)``."""
     require_x64("sparse vector")
     key = check_key(key)
-    queries = check_scores(queries, "queries")
+    queries = check_scores(queries, "queries", clip=clip)
     threshold = check_finite_real("threshold", threshold)
     epsilon = check_epsilon(epsilon)
     sensitivity = check_positive("sensitivity", sensitivity)
@@ -145,7 +145,7 @@ def _sparse_vector_scales(threshold, epsilon, sensitivity, monotonic, max_positi
 
 
 def above_threshold(key: Key, queries: Array, *, threshold: float, epsilon: float, sensitivity: float = 1.0,
-                    monotonic: bool = False) -> Release:
+                    monotonic: bool = False, clip: bool = False) -> Release:
     """AboveThreshold: the index of the first query found above a noisy threshold.
 
     Lyu, Su & Li (2017), Alg. 1 with cutoff :math:`c = 1`:
@@ -168,6 +168,10 @@ def above_threshold(key: Key, queries: Array, *, threshold: float, epsilon: floa
       sensitivity: :math:`\\Delta > 0`, a bound on each query's sensitivity.
       monotonic: whether all queries move in the same direction between
         neighbours (halves the query noise).
+      clip: map NaN and +-inf queries to public values instead of raising: NaN becomes the lowest
+        representable value (never above the threshold), +-inf the largest magnitude. Needed for traced
+        queries (under ``jax.jit``/``jax.vmap``/``run_trials(..., batched_args=True)``), which are refused
+        otherwise because their values cannot be checked while tracing. Finite queries are untouched.
 
     Returns:
       ``Release(value, AboveThresholdInfo)``; ``value`` is an int32 index in
@@ -192,7 +196,7 @@ def above_threshold(key: Key, queries: Array, *, threshold: float, epsilon: floa
       Dwork & Roth, The Algorithmic Foundations of Differential Privacy, 2014, Sec. 3.6.
     """
     key, queries, threshold, epsilon, sensitivity, monotonic, one = _check_sparse_vector(
-        key, queries, threshold, epsilon, sensitivity, monotonic, 1)
+        key, queries, threshold, epsilon, sensitivity, monotonic, 1, clip)
     # The threshold does not enter the guarantee (and is checked above), so a traced threshold keeps it stated.
     guarantee = stated_guarantee(above_threshold_guarantee, epsilon=epsilon, sensitivity=sensitivity,
                                  monotonic=monotonic)
@@ -220,7 +224,7 @@ def above_threshold_guarantee(*, epsilon: float, threshold: float | None = None,
 
 
 def sparse_vector(key: Key, queries: Array, *, threshold: float, epsilon: float, max_positives: int,
-                  sensitivity: float = 1.0, monotonic: bool = False) -> Release:
+                  sensitivity: float = 1.0, monotonic: bool = False, clip: bool = False) -> Release:
     """The sparse vector technique: threshold answers that halt after ``max_positives`` positives.
 
     Lyu, Su & Li (2017), Alg. 1 with cutoff :math:`c` = ``max_positives``:
@@ -241,6 +245,10 @@ def sparse_vector(key: Key, queries: Array, *, threshold: float, epsilon: float,
       max_positives: the cutoff :math:`c \\ge 1`.
       sensitivity: :math:`\\Delta > 0`, a bound on each query's sensitivity.
       monotonic: whether all queries move in the same direction between neighbours.
+      clip: map NaN and +-inf queries to public values instead of raising: NaN becomes the lowest
+        representable value (never above the threshold), +-inf the largest magnitude. Needed for traced
+        queries (under ``jax.jit``/``jax.vmap``/``run_trials(..., batched_args=True)``), which are refused
+        otherwise because their values cannot be checked while tracing. Finite queries are untouched.
 
     Returns:
       ``Release(value, SparseVectorInfo)``; ``value`` is bool ``[num_queries]``:
@@ -265,7 +273,7 @@ def sparse_vector(key: Key, queries: Array, *, threshold: float, epsilon: float,
       Privacy <https://arxiv.org/abs/1603.01699>`_, PVLDB 10(6), 2017, Alg. 1 and Thm 2.
     """
     key, queries, threshold, epsilon, sensitivity, monotonic, max_positives = _check_sparse_vector(
-        key, queries, threshold, epsilon, sensitivity, monotonic, max_positives)
+        key, queries, threshold, epsilon, sensitivity, monotonic, max_positives, clip)
     # The threshold does not enter the guarantee (and is checked above), so a traced threshold keeps it stated.
     guarantee = stated_guarantee(sparse_vector_guarantee, epsilon=epsilon, max_positives=max_positives,
                                  sensitivity=sensitivity, monotonic=monotonic)
