@@ -15,6 +15,7 @@ from pathlib import Path
 
 from gpuprivacy.cli._estimate_common import ANY_ORACLE
 from gpuprivacy.cli._types import finite_float, seed_argument
+from gpuprivacy.cli._interrupt import exit_on_interrupt
 
 EXIT_BAD_INPUT = 2
 
@@ -380,7 +381,8 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     handler = getattr(args, "handler", None) or HANDLERS[args.command]
     try:
-        handler(args)
+        with exit_on_interrupt(args.command):  # before any computation starts JAX's threads
+            handler(args)
     except (CliError, ValueError, TypeError, FileNotFoundError, KeyError) as err:
         message = err.args[0] if isinstance(err, KeyError) and err.args else str(err)
         print(f"gpuprivacy {args.command}: error: {message}", file=sys.stderr)
