@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from gpuprivacy.cli._estimate_common import ANY_ORACLE
-from gpuprivacy.cli._types import finite_float, seed_argument
+from gpuprivacy.cli._types import finite_float, positive_int, seed_argument
 from gpuprivacy.cli._interrupt import exit_on_interrupt
 
 EXIT_BAD_INPUT = 2
@@ -118,7 +118,8 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--list", action="store_true",
                        help="list every sweepable mechanism, dataset and metric with its parameters, and exit")
     sweep.add_argument("--max-trials", type=int, metavar="N", help="cap the trials of every cell (a smoke run)")
-    sweep.add_argument("--chunk", type=int, metavar="T", help="trials per batched call (default: by a byte budget)")
+    sweep.add_argument("--chunk", type=positive_int("--chunk"), metavar="T",
+                       help="trials per batched call, >= 1 (default: by a byte budget)")
     sweep.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
                        help="import a module or a .py file first (it may register mechanisms, datasets, metrics); "
                             "repeatable")
@@ -312,13 +313,26 @@ def _import_extensions(imports) -> None:
                 raise CliError(f"--import {name}: no such file. Pass a .py file or an importable module name.")
             spec = importlib.util.spec_from_file_location(path.stem, path)
             module = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(module)
+            try:
+                spec.loader.exec_module(module)
+            except Exception as err:  # noqa: BLE001  (the user's plugin: any error is theirs to fix)
+                raise CliError(f"--import {name}: the file failed while it was imported: {_plugin_error(err)} "
+                               "Fix the plugin (run `python " + name + "` to see the full traceback).") from None
         else:
             try:
                 importlib.import_module(name)
             except ImportError as err:
                 raise CliError(f"--import {name}: cannot import it ({err}). Pass an importable module name or "
                                "the path of a .py file.") from None
+            except Exception as err:  # noqa: BLE001
+                raise CliError(f"--import {name}: the module failed while it was imported: {_plugin_error(err)} "
+                               f"Fix it (run `python -c 'import {name}'` to see the full traceback).") from None
+
+
+def _plugin_error(err: Exception) -> str:
+    if isinstance(err, SyntaxError):
+        return f"SyntaxError: {err.msg} ({err.filename}, line {err.lineno})."
+    return f"{type(err).__name__}: {err}."
 
 
 def cmd_sweep(args) -> None:

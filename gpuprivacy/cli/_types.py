@@ -30,3 +30,16 @@ def finite_float(name: str, *, positive: bool = False):
             raise argparse.ArgumentTypeError(f"{name} must be {need}, got {text!r}.")
         return value
     return parse
+
+
+def positive_int(name: str):
+    """An argparse type for an integer >= 1."""
+    def parse(text):
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be an integer, got {text!r}.") from None
+        if value < 1:
+            raise argparse.ArgumentTypeError(f"{name} must be >= 1, got {value}.")
+        return value
+    return parse

@@ -92,6 +92,16 @@ def load_column(path: str | os.PathLike, column: str | int | None = None, *,
 # --- CSV --------------------------------------------------------------------------------------------
 
 def _load_csv(path: pathlib.Path, column: Any, allow_nonfinite: bool) -> np.ndarray:
+    try:
+        return _read_csv(path, column, allow_nonfinite)
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{path} is not UTF-8 text: byte {err.object[err.start:err.start + 1]!r} at offset "
+                         f"{err.start} cannot be decoded ({err.reason}). Re-save the file as UTF-8 (e.g. "
+                         f"iconv -f latin1 -t utf-8 {path.name} > utf8.csv, or 'CSV UTF-8' in a spreadsheet).") \
+            from None
+
+
+def _read_csv(path: pathlib.Path, column: Any, allow_nonfinite: bool) -> np.ndarray:
     if column is not None and not isinstance(column, str):
         raise TypeError(f"column must be a header name (str) for a CSV file, got {column!r}.")
     # utf-8-sig: a byte-order mark written by spreadsheet programs is not part of the first header name.

@@ -77,7 +77,7 @@ def evaluate_levels(oracle_fn, data, *, depth: int, capacity: int | None = None,
     Args:
       oracle_fn: the untrusted ``f(rows, valid) -> scalar`` (a pure JAX function).
       data: ``[n, ...]`` real rows.
-      depth: deepest level (number of removed rows); depths >= n mean the power set.
+      depth: deepest level (number of removed rows), ``0 <= depth <= n``; ``depth = n`` is the power set.
       capacity: public block size (default :data:`DEFAULT_CAPACITY`).
       max_queries: public budget; ``Q(n, depth)`` above it is refused before any call.
       chunk_size: passed to :func:`gpuprivacy.oracle.evaluate`.
@@ -89,13 +89,16 @@ def evaluate_levels(oracle_fn, data, *, depth: int, capacity: int | None = None,
       level (the order of :func:`gpuprivacy.subsets.removals`).
 
     Raises:
-      ValueError: bad data, capacity < n, too many queries, a non-scalar
+      ValueError: bad data, depth > n, capacity < n, too many queries, a non-scalar
         oracle, or (with ``verify_determinism``) a non-deterministic oracle.
     """
     data = check_data(data)
     n = data.shape[0]
     capacity = check_capacity(capacity, n)
-    depth = min(check_int("depth", depth, minimum=0), n)
+    depth = check_int("depth", depth, minimum=0)
+    if depth > n:  # as removals(n, depth): removing more rows than exist is not a level
+        raise ValueError(f"depth must be <= n = {n} (the rows of data), got depth={depth}. Pass depth=min(depth, "
+                         f"n) = {n} for the whole power set.")
     plan_queries(n, depth, max_queries=max_queries, what=f"evaluating n={n} rows to depth {depth}")
     family = removals(n, depth)
     oracle = pad_resolved(_resolve(oracle_fn, data, capacity), capacity)

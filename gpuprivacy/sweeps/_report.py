@@ -85,7 +85,14 @@ def study_report(results: str | os.PathLike, *, x: str | None = None, metric: st
                                    and any(isinstance(c.get(k), str) for c in coords) and k != "dataset"]
     panel_keys = [k for k in varying if k not in series_keys and k != x]
     out_dir = pathlib.Path(out_dir) if out_dir is not None else results.with_name(results.stem + "_report")
-    out_dir.mkdir(parents=True, exist_ok=True)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ValueError(f"the report folder {str(out_dir)!r} is a file; pass --out with a folder name (it is "
+                         "created if needed).")
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise ValueError(f"cannot create the report folder {str(out_dir)!r}: {err.strerror or err}. Pass --out "
+                         "with a folder in a writable place.") from None
 
     panels: dict[tuple, dict[tuple, list]] = {}
     for row, c in zip(rows, coords):

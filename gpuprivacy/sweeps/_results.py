@@ -52,9 +52,16 @@ class ResultsFile:
         self._fd: int | None = None
 
     def __enter__(self) -> "ResultsFile":
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        created = not self.path.exists()
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        if self.path.is_dir():
+            raise SweepResultsError(f"results path {str(self.path)!r} is a directory; pass a file name, e.g. "
+                                    f"{str(self.path / 'results.jsonl')!r}.")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            created = not self.path.exists()
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        except OSError as err:
+            raise SweepResultsError(f"cannot open the results file {str(self.path)!r} for writing: "
+                                    f"{err.strerror or err}. Pass a results path in a writable directory.") from None
         self._fd = fd
         try:
             if fcntl is not None:
@@ -139,6 +146,9 @@ def read_rows(path) -> list[dict]:
     error naming its line, exactly as when a sweep resumes.
     """
     path = pathlib.Path(path)
+    if path.is_dir():
+        raise FileNotFoundError(f"results file {str(path)!r} is a directory. Pass the JSON-lines file a sweep "
+                                "wrote inside it (default results/<config stem>.jsonl).")
     if not path.is_file():
         raise FileNotFoundError(f"results file {str(path)!r} does not exist. Pass the JSON-lines file a sweep "
                                 "wrote (default results/<config stem>.jsonl).")

@@ -6,6 +6,7 @@ import math
 import os
 import pathlib
 import time
+import warnings
 from typing import Mapping, NamedTuple
 
 import jax
@@ -124,6 +125,9 @@ def run_sweep(config: str | os.PathLike | Mapping, *, results_path: str | os.Pat
         holds a row whose parameters do not match its cell id.
     """
     start = time.perf_counter()
+    if chunk is not None and (isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1):
+        raise SweepConfigError(f"chunk must be a positive integer (trials per batched call), got {chunk!r}. Pass "
+                               "e.g. chunk=64, or None to size it by the memory budget.")
     programs_before, compile_before = _trials.COMPILE_COUNT[0], _trials.COMPILE_SECONDS[0]
     plan = expand_config(config, max_trials=max_trials)
     if results_path is None:
@@ -138,9 +142,9 @@ def run_sweep(config: str | os.PathLike | Mapping, *, results_path: str | os.Pat
             done = {row["cell_id"]: row for row in results.rows}
             todo = _todo(plan, done, results_path)
             computed = _compute(plan, todo, env, chunk, progress, results, done)
-        rows = [done[cell.cell_id] for cell in plan.cells]
+        rows = [done[cell.cell_id] for cell in plan.cells if cell.cell_id in done]  # not: out of memory
     return SweepSummary(name=plan.name, results_path=results_path, rows=rows, num_cells=len(plan.cells),
-                        num_computed=computed, num_skipped=len(plan.cells) - computed,
+                        num_computed=computed, num_skipped=len(rows) - computed,
                         wall_s=time.perf_counter() - start,
                         num_infeasible=sum(row.get("status") == "infeasible" for row in rows),
                         num_programs_compiled=_trials.COMPILE_COUNT[0] - programs_before,
@@ -158,8 +162,29 @@ def _todo(plan, done: dict, results_path) -> list:
                 f"belongs to {cell.canonical()}. The file was edited or written by an incompatible version; "
                 "move it aside or pass another results_path.")
     todo = [cell for cell in plan.cells if cell.cell_id not in done]
+    _check_dataset_parameters(plan, todo)
     _check_release_parameters(plan, todo)
     return todo
+
+
+def _check_dataset_parameters(plan, cells) -> None:
+    """Every distinct data law of the cells is checked by the law itself (``check_parameters``) before any cell
+    runs: ``scale = -1``, ``df = 0`` or ``low >= high`` is an error naming the dataset, not an infeasible row."""
+    checked = set()
+    for cell in cells:
+        entry = _registry.get_dataset(cell.dataset)
+        if entry.kind != "drawn":
+            continue
+        params = {k: v for k, v in cell.dataset_params.items() if k not in ("n", "fresh")}
+        ident = canonical_json([cell.dataset, params])
+        if ident in checked:
+            continue
+        checked.add(ident)
+        try:
+            entry.payload.check_parameters(**params)
+        except (ValueError, TypeError) as err:
+            raise SweepConfigError(f"{plan.source}: dataset {cell.dataset!r} with parameters {params} is refused "
+                                   f"by its law: {err} Fix it in the [dataset] table.") from None
 
 
 def data_key(seed: int, cell: SweepCell) -> jax.Array:
@@ -189,7 +214,7 @@ def _compute(plan, todo, env, chunk, progress, results, done, select: tuple[int,
     done. ``select = (i, p)``: only every p-th block from the i-th (one process's share)."""
     blocks = _blocks(todo)[select[0]::select[1]]
     data_cache: dict[str, tuple[jax.Array, _registry.SweepData]] = {}
-    computed = 0
+    computed, out_of_memory = 0, []
     with Progress(sum(cell.num_trials for block in blocks for cell in block), label=f"sweep {plan.name}",
                   enabled=progress) as bar:
         for block in blocks:
@@ -202,6 +227,9 @@ def _compute(plan, todo, env, chunk, progress, results, done, select: tuple[int,
                 bar.update(block[0].num_trials)
             block_s = time.perf_counter() - t0
             for cell, row in zip(block, rows):
+                if row.get("status") == OUT_OF_MEMORY:
+                    out_of_memory.append(cell)
+                    continue
                 row = {
                     "schema": SCHEMA_VERSION,
                     "cell_id": cell.cell_id,
@@ -214,6 +242,11 @@ def _compute(plan, todo, env, chunk, progress, results, done, select: tuple[int,
                 }
                 done[cell.cell_id] = results.append(row)
                 computed += 1
+    if out_of_memory:
+        warnings.warn(f"{len(out_of_memory)} cell(s) ran out of device memory and were not saved (the first: "
+                      f"{out_of_memory[0].mechanism} on {out_of_memory[0].dataset} {dict(out_of_memory[0].dataset_params)}"
+                      f"). Run the same command again with a smaller --chunk (chunk=...) to compute them; the "
+                      "cells that finished are kept.", RuntimeWarning, stacklevel=2)
     return computed
 
 
@@ -267,7 +300,7 @@ def _run_processes(plan, results_path: pathlib.Path, env, chunk, progress) -> tu
         _merge_parts(plan, results_path)
     multihost_utils.sync_global_devices("gpuprivacy sweep: results written")
     done = {row["cell_id"]: row for row in read_rows(results_path)}
-    return [done[cell.cell_id] for cell in plan.cells], computed
+    return [done[cell.cell_id] for cell in plan.cells if cell.cell_id in done], computed
 
 
 def _cell_row(cell: SweepCell, entry, data_cache: dict) -> dict:
@@ -292,6 +325,9 @@ def _data_spec(cell: SweepCell) -> DataSpec:
     data = _load_data(cell)
     return DataSpec(cell.dataset, int(data.queries.shape[0]), {}, fixed=data.queries, fresh=False)
 
+
+# The status of a cell that ran out of device memory: never written, so a rerun computes it.
+OUT_OF_MEMORY = "out-of-memory"
 
 # What a mechanism raises for a cell it cannot run (a parameter it refuses for this data size, a plan beyond
 # its budget, memory): the cell's row records it and the sweep goes on. Anything else is a bug and propagates.
@@ -326,7 +362,17 @@ def _study_rows(block: list, chunk, bar) -> list[dict]:
     return rows
 
 
+def _out_of_memory(err: Exception) -> bool:
+    """Whether ``err`` says the device ran out of memory (a condition of this run, not of the cell)."""
+    text = str(err)
+    return isinstance(err, MemoryError) or "RESOURCE_EXHAUSTED" in text or "Out of memory" in text \
+        or "out of memory" in text
+
+
 def _infeasible_row(cell: SweepCell, data: DataSpec, mechanism, err: Exception | str) -> dict:
+    if not isinstance(err, str) and _out_of_memory(err):
+        # Not stored: a later run (another --chunk, a larger device) computes it; "infeasible" would be for good.
+        return {"status": OUT_OF_MEMORY, "error": f"{type(err).__name__}: {err}"[:2000]}
     message = err if isinstance(err, str) else f"{type(err).__name__}: {err}".strip()
     return {"n": data.n, "status": "infeasible", "error": message[:2000], "guarantee": None,
             "target": mechanism.target, "population_value": None, "chunk": None, "devices": None,
