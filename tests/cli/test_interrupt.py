@@ -37,6 +37,12 @@ def _interrupted_sweep(tmp_path, delay: float):
     process = subprocess.Popen([sys.executable, "-m", "gpuprivacy", "sweep", str(config), "--results", str(results),
                                 "--no-progress"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                start_new_session=True)
+    # The handler is installed when the command starts, after the imports (an interrupt during `import jax`
+    # is Python's own KeyboardInterrupt, before any XLA thread exists); the results file is opened just
+    # after, so wait for it, then interrupt `delay` seconds into the work.
+    deadline = time.monotonic() + 120
+    while not results.exists() and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
     time.sleep(delay)
     still_running = process.poll() is None
     process.send_signal(signal.SIGINT)
@@ -44,7 +50,7 @@ def _interrupted_sweep(tmp_path, delay: float):
     return still_running, process.returncode, err.decode(), results
 
 
-@pytest.mark.parametrize("delay", [2.0, 6.0])
+@pytest.mark.parametrize("delay", [0.5, 4.0])
 def test_ctrl_c_exits_130_with_the_resume_hint_and_no_traceback(tmp_path, delay):
     still_running, returncode, err, results = _interrupted_sweep(tmp_path, delay)
     assert still_running, "the sweep ended before the interrupt: the test would prove nothing"
