@@ -5,7 +5,8 @@ letting Python finalize then (module teardown, garbage collection of live device
 SIGSEGV (rc -11 in 1 of 6 tries of ``reproduce rnm-bikes --quick`` here, 4 of 6 by hand on another day), and
 a ``KeyboardInterrupt`` raised inside JAX's garbage-collection callback is swallowed ("Exception ignored"),
 so the run went on and exited 0. So the CLI installs its own SIGINT handler before any computation starts
-JAX's threads; it prints one line, flushes the streams and leaves with ``os._exit(130)`` (the shell's code
+JAX's threads (an interrupt during the imports, before that, is Python's own ``KeyboardInterrupt``; no XLA
+thread exists yet); it prints one line, flushes the streams and leaves with ``os._exit(130)`` (the shell's code
 for SIGINT). Nothing is lost by skipping finalization: results files are
 appended one complete, flushed row at a time and a partial last line is ignored on resume; the oracle
 sandbox's workers die with their engine (``PR_SET_PDEATHSIG``, killed as a process group).
