@@ -336,7 +336,9 @@ def _plugin_error(err: Exception) -> str:
 
 
 def cmd_sweep(args) -> None:
-    from gpuprivacy.sweeps import describe_sweepables, run_sweep
+    import warnings
+
+    from gpuprivacy.sweeps import SweepMemoryWarning, describe_sweepables, run_sweep
 
     _import_extensions(args.imports)
     if args.list:
@@ -357,8 +359,15 @@ def cmd_sweep(args) -> None:
         raise CliError("give a config file (gpuprivacy sweep CONFIG.toml), or --list to see what can be swept.")
     if args.max_trials is not None and args.max_trials < 1:
         raise CliError(f"--max-trials must be >= 1, got {args.max_trials}.")
-    summary = run_sweep(args.config, results_path=args.results, progress=not args.no_progress,
-                        max_trials=args.max_trials, chunk=args.chunk)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", SweepMemoryWarning)
+        summary = run_sweep(args.config, results_path=args.results, progress=not args.no_progress,
+                            max_trials=args.max_trials, chunk=args.chunk)
+    for warning in caught:  # cells that ran out of memory: one paragraph (no source line), the rest as they were
+        if issubclass(warning.category, SweepMemoryWarning):
+            print(f"gpuprivacy sweep: {warning.message}", file=sys.stderr)
+        else:
+            warnings.showwarning(warning.message, warning.category, warning.filename, warning.lineno)
     payload = summary._asdict() if hasattr(summary, "_asdict") else dict(summary.__dict__)
     _emit(args, payload, "\n".join(f"{k}: {v}" for k, v in payload.items() if k != "rows"))
     for row in summary.rows:
@@ -397,8 +406,13 @@ def main(argv=None) -> int:
     try:
         with exit_on_interrupt(args.command):  # before any computation starts JAX's threads
             handler(args)
-    except (CliError, ValueError, TypeError, FileNotFoundError, KeyError) as err:
+    except (CliError, ValueError, TypeError, OSError, KeyError) as err:
+        if isinstance(err, OSError) and not isinstance(err, FileNotFoundError) and err.filename is None:
+            raise  # not a path the user gave (a failing device or worker): keep the traceback for the report
         message = err.args[0] if isinstance(err, KeyError) and err.args else str(err)
+        if isinstance(err, OSError) and err.filename is not None and err.strerror:
+            # A path the command cannot use that no check above named (a folder that is read-only, say).
+            message = f"cannot use {str(err.filename)!r}: {err.strerror}. Check the path and its permissions."
         print(f"gpuprivacy {args.command}: error: {message}", file=sys.stderr)
         return EXIT_BAD_INPUT
     return 0

@@ -95,10 +95,18 @@ def _load_csv(path: pathlib.Path, column: Any, allow_nonfinite: bool) -> np.ndar
     try:
         return _read_csv(path, column, allow_nonfinite)
     except UnicodeDecodeError as err:
+        # The decoder reads the file in blocks, so err.start counts from the start of a block: decode the bytes
+        # again to name the byte's offset in the file, and its line.
+        data = path.read_bytes()
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError as whole:
+            err = whole
+        line = data.count(b"\n", 0, err.start) + 1
         raise ValueError(f"{path} is not UTF-8 text: byte {err.object[err.start:err.start + 1]!r} at offset "
-                         f"{err.start} cannot be decoded ({err.reason}). Re-save the file as UTF-8 (e.g. "
-                         f"iconv -f latin1 -t utf-8 {path.name} > utf8.csv, or 'CSV UTF-8' in a spreadsheet).") \
-            from None
+                         f"{err.start} (line {line}) cannot be decoded ({err.reason}). Re-save the file as UTF-8 "
+                         f"(e.g. iconv -f latin1 -t utf-8 {path.name} > utf8.csv, or 'CSV UTF-8' in a "
+                         "spreadsheet).") from None
 
 
 def _read_csv(path: pathlib.Path, column: Any, allow_nonfinite: bool) -> np.ndarray:

@@ -60,6 +60,15 @@ def _resolve(oracle_fn, data, capacity):
                           capacity=capacity)
 
 
+def _check_depth(depth, n: int) -> int:
+    """``0 <= depth <= n``, as :func:`gpuprivacy.subsets.removals`: removing more rows than exist is not a level."""
+    depth = check_int("depth", depth, minimum=0)
+    if depth > n:
+        raise ValueError(f"depth must be <= n = {n} (the rows of data), got depth={depth}. Pass depth=min(depth, "
+                         f"n) = {n} for the whole power set.")
+    return depth
+
+
 def check_capacity(capacity, n: int) -> int:
     """The public capacity (default :data:`DEFAULT_CAPACITY`); refuses data with more rows."""
     capacity = DEFAULT_CAPACITY if capacity is None else check_int("capacity", capacity, minimum=1)
@@ -95,10 +104,7 @@ def evaluate_levels(oracle_fn, data, *, depth: int, capacity: int | None = None,
     data = check_data(data)
     n = data.shape[0]
     capacity = check_capacity(capacity, n)
-    depth = check_int("depth", depth, minimum=0)
-    if depth > n:  # as removals(n, depth): removing more rows than exist is not a level
-        raise ValueError(f"depth must be <= n = {n} (the rows of data), got depth={depth}. Pass depth=min(depth, "
-                         f"n) = {n} for the whole power set.")
+    depth = _check_depth(depth, n)
     plan_queries(n, depth, max_queries=max_queries, what=f"evaluating n={n} rows to depth {depth}")
     family = removals(n, depth)
     oracle = pad_resolved(_resolve(oracle_fn, data, capacity), capacity)
@@ -327,8 +333,8 @@ def _powerset_kernels(oracle, n, capacity, size, micro):
 
 
 def split_levels(values: jax.Array, n: int, depth: int) -> list:
-    """Removal-order values as a list of per-level arrays (level d has C(n, d) entries)."""
-    depth = min(depth, n)
+    """Removal-order values as a list of per-level arrays (level d has C(n, d) entries); ``0 <= depth <= n``."""
+    depth = _check_depth(depth, n)
     offsets = level_offsets(n, depth)
     return [values[offsets[d]:offsets[d + 1]] for d in range(depth + 1)]
 
@@ -336,13 +342,15 @@ def split_levels(values: jax.Array, n: int, depth: int) -> list:
 def to_powerset(values: jax.Array, n: int, depth: int, fill) -> jax.Array:
     """Removal-order values as a ``[2**n]`` bitmask-indexed array (KEEP bits); ``fill`` where deeper than depth.
 
+    ``0 <= depth <= n``, as for :func:`evaluate_levels` (a deeper depth is refused, not taken as n).
+
     The removal index of each mask is computed on the device inside the
     gather (:func:`gpuprivacy.subsets.removal_index_of_masks`), so no 2**n
     index table is built on the host or baked into the program; the output
     (2**n values) must fit the device's memory, checked before any work.
     """
     n = check_int("n", n, minimum=1)
-    depth = min(check_int("depth", depth, minimum=0), n)
+    depth = _check_depth(depth, n)
     values = jnp.asarray(values)
     check_powerset_fits(n, bytes_per_subset=max(TO_POWERSET_BYTES_PER_SUBSET, values.dtype.itemsize),
                         extra_bytes=int(values.nbytes), what=f"to_powerset (n={n}, depth={depth})")

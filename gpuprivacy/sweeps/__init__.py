@@ -60,6 +60,7 @@ from gpuprivacy.sweeps._registry import register_sweep_dataset as register_sweep
 from gpuprivacy.sweeps._registry import register_sweep_mechanism as register_sweep_mechanism
 from gpuprivacy.sweeps._results import SweepResultsError as SweepResultsError
 from gpuprivacy.sweeps._run import SweepSummary as SweepSummary
+from gpuprivacy.sweeps._run import SweepMemoryWarning as SweepMemoryWarning
 from gpuprivacy.sweeps._run import cell_key as cell_key
 from gpuprivacy.sweeps._run import data_key as data_key
 from gpuprivacy.sweeps._run import run_sweep as run_sweep

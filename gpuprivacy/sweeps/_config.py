@@ -92,12 +92,26 @@ def load_config(config: str | os.PathLike | Mapping) -> tuple[dict, str, str]:
     if not isinstance(config, (str, os.PathLike)):
         raise TypeError(f"config must be a path to a TOML file or a dict, got {type(config).__name__}.")
     path = pathlib.Path(config)
+    if path.is_dir():
+        raise SweepConfigError(f"sweep config {str(path)!r} is a directory. Pass the path of a TOML file in it, "
+                               "e.g. experiments/configs/rnm_bikes.toml.")
     if not path.is_file():
         raise FileNotFoundError(f"sweep config {str(path)!r} does not exist. Pass the path of a TOML file, "
                                 "e.g. experiments/configs/rnm_bikes.toml.")
     try:
-        with open(path, "rb") as f:
-            raw = tomllib.load(f)
+        data = path.read_bytes()
+    except OSError as err:
+        raise SweepConfigError(f"cannot read the sweep config {str(path)!r}: {err.strerror or err}. Check its "
+                               "permissions.") from None
+    try:
+        text = data.decode("utf-8")  # TOML is UTF-8 (https://toml.io/en/v1.0.0#spec)
+    except UnicodeDecodeError as err:
+        line = data.count(b"\n", 0, err.start) + 1
+        raise SweepConfigError(f"{path} is not UTF-8 text: byte {data[err.start:err.start + 1]!r} at offset "
+                               f"{err.start} (line {line}) cannot be decoded ({err.reason}). TOML files are UTF-8: "
+                               "re-save the file as UTF-8 (e.g. iconv -f latin1 -t utf-8).") from None
+    try:
+        raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
         raise SweepConfigError(f"{path}: not valid TOML: {err}. See https://toml.io for the syntax.") from None
     return raw, str(path), path.stem

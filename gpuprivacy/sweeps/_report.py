@@ -6,10 +6,11 @@ import json
 import math
 import os
 import pathlib
+import tempfile
 from typing import Any
 
 from gpuprivacy._plots import require_matplotlib
-from gpuprivacy.sweeps._results import read_rows
+from gpuprivacy.sweeps._results import file_in_the_way, read_rows
 
 _Z95 = 1.959963984540054  # two-sided 95% normal quantile, for the confidence bands
 
@@ -63,6 +64,11 @@ def study_report(results: str | os.PathLike, *, x: str | None = None, metric: st
 
     Returns:
       ``{"files": [paths written], "x": x, "metric": metric}``.
+
+    Raises:
+      FileNotFoundError: no such results file.
+      ValueError: nothing to plot, an unknown ``x`` or ``metric``, or an output the report cannot write
+        (``out_dir`` a file or read-only, one of the report's files a folder); checked before any plot.
     """
     results = pathlib.Path(results)
     rows = [r for r in read_rows(results) if isinstance(r.get("metrics"), dict)]
@@ -85,14 +91,19 @@ def study_report(results: str | os.PathLike, *, x: str | None = None, metric: st
                                    and any(isinstance(c.get(k), str) for c in coords) and k != "dataset"]
     panel_keys = [k for k in varying if k not in series_keys and k != x]
     out_dir = pathlib.Path(out_dir) if out_dir is not None else results.with_name(results.stem + "_report")
-    if out_dir.exists() and not out_dir.is_dir():
-        raise ValueError(f"the report folder {str(out_dir)!r} is a file; pass --out with a folder name (it is "
-                         "created if needed).")
+    blocked = file_in_the_way(out_dir)
+    if blocked is not None:
+        where = "is a file" if blocked == out_dir else f"cannot be created: {str(blocked)!r} is a file"
+        raise ValueError(f"the report folder {str(out_dir)!r} {where}; pass --out with a folder name (it is created "
+                         "if needed).")
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as err:
         raise ValueError(f"cannot create the report folder {str(out_dir)!r}: {err.strerror or err}. Pass --out "
                          "with a folder in a writable place.") from None
+    plot_path, report_path, summary_path = (out_dir / f"{metric}_vs_{x}.png", out_dir / "report.md",
+                                            out_dir / "summary.json")
+    _check_writable(out_dir, (plot_path, report_path, summary_path))
 
     panels: dict[tuple, dict[tuple, list]] = {}
     for row, c in zip(rows, coords):
@@ -135,19 +146,33 @@ def study_report(results: str | os.PathLike, *, x: str | None = None, metric: st
         ax.grid(True, alpha=0.3)
         if index == 0:
             ax.legend(fontsize=7)
-    plot_path = out_dir / f"{metric}_vs_{x}.png"
     canvas.print_png(str(plot_path))
 
     table = _markdown_table(rows, coords, varying, metric)
-    report_path = out_dir / "report.md"
     report_path.write_text(
         f"# {rows[0].get('sweep', results.stem)}: {metric} vs {x}\n\n"
         f"From `{results.name}` ({len(rows)} cells). Bands and +- are 95% normal intervals "
         f"({_Z95:.2f} standard errors).\n\n![{metric} vs {x}]({plot_path.name})\n\n{table}\n")
-    summary_path = out_dir / "summary.json"
     summary_path.write_text(json.dumps({"results": str(results), "x": x, "metric": metric,
                                         "axes": varying, "cells": len(rows)}, indent=1) + "\n")
     return {"files": [report_path, plot_path, summary_path], "x": x, "metric": metric}
+
+
+def _check_writable(out_dir: pathlib.Path, files) -> None:
+    """Refuses, before any plot, a report folder this process cannot write in or a report file that is a folder."""
+    for path in files:
+        if path.is_dir():
+            raise ValueError(f"cannot write the report file {str(path)!r}: it is a folder. Move it aside or pass "
+                             "--out with another folder.")
+        if path.exists() and not os.access(path, os.W_OK):
+            raise ValueError(f"cannot write the report file {str(path)!r}: it is read-only. Make it writable or "
+                             "pass --out with another folder.")
+    try:
+        with tempfile.TemporaryFile(dir=out_dir):
+            pass
+    except OSError as err:
+        raise ValueError(f"cannot write in the report folder {str(out_dir)!r}: {err.strerror or err}. Pass --out "
+                         "with a folder in a writable place.") from None
 
 
 def _fmt(value) -> str:

@@ -55,6 +55,10 @@ class ResultsFile:
         if self.path.is_dir():
             raise SweepResultsError(f"results path {str(self.path)!r} is a directory; pass a file name, e.g. "
                                     f"{str(self.path / 'results.jsonl')!r}.")
+        blocked = file_in_the_way(self.path.parent)
+        if blocked is not None:
+            raise SweepResultsError(f"results path {str(self.path)!r}: {str(blocked)!r} is a file, not a folder, so "
+                                    "the results file cannot be created there. Pass a results path in a folder.")
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             created = not self.path.exists()
@@ -154,6 +158,14 @@ def read_rows(path) -> list[dict]:
                                 "wrote (default results/<config stem>.jsonl).")
     data = path.read_bytes()
     return parse_rows(path, data[:data.rfind(b"\n") + 1])
+
+
+def file_in_the_way(folder: pathlib.Path) -> pathlib.Path | None:
+    """The first component of ``folder`` (itself included) that exists and is not a folder, or None."""
+    for candidate in reversed((folder, *folder.parents)):
+        if candidate.exists() and not candidate.is_dir():
+            return candidate
+    return None
 
 
 def _fsync_dir(directory: pathlib.Path) -> None:

@@ -26,6 +26,11 @@ from gpuprivacy.sweeps._results import DIGEST_KEY, ResultsFile, SweepResultsErro
 SCHEMA_VERSION = 1
 
 
+class SweepMemoryWarning(RuntimeWarning):
+    """Cells ran out of device memory and were not saved: the same command again, with a smaller chunk,
+    computes them (a condition of the run, not of the cell, so never stored as "infeasible")."""
+
+
 class SweepSummary(NamedTuple):
     """What :func:`run_sweep` did.
 
@@ -43,6 +48,8 @@ class SweepSummary(NamedTuple):
       num_programs_compiled: programs this process compiled for the study engine during this call
         (draws and mechanism programs; a grid over traced parameters such as epsilon adds none).
       compile_s: seconds this process spent compiling them (included in ``wall_s``).
+      num_out_of_memory: cells that ran out of device memory in this call. They have no row (``rows``
+        lacks them): a later run computes them; a :class:`SweepMemoryWarning` says to lower the chunk.
     """
 
     name: str
@@ -55,6 +62,7 @@ class SweepSummary(NamedTuple):
     num_infeasible: int = 0
     num_programs_compiled: int = 0
     compile_s: float = 0.0
+    num_out_of_memory: int = 0
 
 
 def cell_key(seed: int, cell_id: str) -> jax.Array:
@@ -112,15 +120,19 @@ def run_sweep(config: str | os.PathLike | Mapping, *, results_path: str | os.Pat
       progress: show a progress bar on stderr (when it is a terminal), counting trials, with ETA.
       max_trials: cap every cell's trials (a smoke run of any config); capped cells are
         distinct cells with their own ids, so they never mix with full ones.
-      chunk: trials per batched call for the study engine (default: sized by a byte budget);
-        the numbers do not depend on it.
+      chunk: trials per batched call for the study engine (default: sized by a byte budget), a
+        positive multiple of the local device count; the numbers do not depend on it.
 
     Returns:
       A :class:`SweepSummary`.
 
+    A cell that runs out of device memory (``MemoryError``, XLA's ``RESOURCE_EXHAUSTED``) gets no
+    row, so the next run computes it; a :class:`SweepMemoryWarning` says how many and to lower ``chunk``.
+
     Raises:
-      SweepConfigError: (a ``ValueError``) the config is invalid; the message
-        names the key and the fix.
+      SweepConfigError: (a ``ValueError``) the config, a data law's parameters or ``chunk`` are
+        invalid; the message names the key, the value and the fix. Raised before any cell runs and
+        before the results file is created.
       SweepResultsError: the results file is locked by another sweep, damaged, or
         holds a row whose parameters do not match its cell id.
     """
@@ -128,27 +140,44 @@ def run_sweep(config: str | os.PathLike | Mapping, *, results_path: str | os.Pat
     if chunk is not None and (isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1):
         raise SweepConfigError(f"chunk must be a positive integer (trials per batched call), got {chunk!r}. Pass "
                                "e.g. chunk=64, or None to size it by the memory budget.")
+    devices = jax.local_device_count()
+    if chunk is not None and chunk % devices:
+        # Each chunk is split evenly over the local devices (gpuprivacy/sweeps/_trials.py); refused here, not
+        # stored as an "infeasible" row for every cell.
+        below, above = max(devices, chunk - chunk % devices), chunk + devices - chunk % devices
+        raise SweepConfigError(f"chunk (--chunk) must be a multiple of the {devices} local devices (each gets an "
+                               f"equal share of a chunk's trials), got {chunk}. Pass e.g. chunk={below} or "
+                               f"chunk={above}, or None to size it by the memory budget.")
     programs_before, compile_before = _trials.COMPILE_COUNT[0], _trials.COMPILE_SECONDS[0]
     plan = expand_config(config, max_trials=max_trials)
+    _check_dataset_parameters(plan, plan.cells)  # before the results file is created
     if results_path is None:
         stem = pathlib.Path(config).stem if not isinstance(config, Mapping) else plan.name
         results_path = pathlib.Path("results") / f"{stem}.jsonl"
     results_path = pathlib.Path(results_path)
     env = environment_info()
     if jax.process_count() > 1:
-        rows, computed = _run_processes(plan, results_path, env, chunk, progress)
+        rows, computed, out_of_memory = _run_processes(plan, results_path, env, chunk, progress)
     else:
         with ResultsFile(results_path) as results:
             done = {row["cell_id"]: row for row in results.rows}
             todo = _todo(plan, done, results_path)
-            computed = _compute(plan, todo, env, chunk, progress, results, done)
+            computed, out_of_memory = _compute(plan, todo, env, chunk, progress, results, done)
         rows = [done[cell.cell_id] for cell in plan.cells if cell.cell_id in done]  # not: out of memory
+    if out_of_memory:
+        cell, error = out_of_memory[0]
+        warnings.warn(f"{len(out_of_memory)} cell(s) ran out of device memory and were not saved (the first: "
+                      f"{cell.mechanism} on {cell.dataset} {dict(cell.dataset_params)}: {error[:300]}). Run the "
+                      f"same command again with a smaller --chunk (chunk=...; this run: "
+                      f"{chunk if chunk is not None else 'sized by the memory budget'}) to compute them; the cells "
+                      "that finished are kept.", SweepMemoryWarning, stacklevel=2)
     return SweepSummary(name=plan.name, results_path=results_path, rows=rows, num_cells=len(plan.cells),
                         num_computed=computed, num_skipped=len(rows) - computed,
                         wall_s=time.perf_counter() - start,
                         num_infeasible=sum(row.get("status") == "infeasible" for row in rows),
                         num_programs_compiled=_trials.COMPILE_COUNT[0] - programs_before,
-                        compile_s=_trials.COMPILE_SECONDS[0] - compile_before)
+                        compile_s=_trials.COMPILE_SECONDS[0] - compile_before,
+                        num_out_of_memory=len(out_of_memory))
 
 
 def _todo(plan, done: dict, results_path) -> list:
@@ -162,14 +191,14 @@ def _todo(plan, done: dict, results_path) -> list:
                 f"belongs to {cell.canonical()}. The file was edited or written by an incompatible version; "
                 "move it aside or pass another results_path.")
     todo = [cell for cell in plan.cells if cell.cell_id not in done]
-    _check_dataset_parameters(plan, todo)
     _check_release_parameters(plan, todo)
     return todo
 
 
 def _check_dataset_parameters(plan, cells) -> None:
     """Every distinct data law of the cells is checked by the law itself (``check_parameters``) before any cell
-    runs: ``scale = -1``, ``df = 0`` or ``low >= high`` is an error naming the dataset, not an infeasible row."""
+    runs and before the results file is created: ``scale = -1``, ``df = 0`` or ``low >= high`` is an error naming
+    the dataset, the parameters and the law's message, not an infeasible row."""
     checked = set()
     for cell in cells:
         entry = _registry.get_dataset(cell.dataset)
@@ -209,9 +238,12 @@ def _blocks(todo) -> list[list]:
     return list(blocks.values())
 
 
-def _compute(plan, todo, env, chunk, progress, results, done, select: tuple[int, int] = (0, 1)) -> int:
+def _compute(plan, todo, env, chunk, progress, results, done, select: tuple[int, int] = (0, 1)) -> tuple[int, list]:
     """Computes ``todo`` block by block, appending each cell's row to ``results`` (durably) once its block is
-    done. ``select = (i, p)``: only every p-th block from the i-th (one process's share)."""
+    done. ``select = (i, p)``: only every p-th block from the i-th (one process's share).
+
+    Returns the number of rows written and ``[(cell, error)]`` for the cells that ran out of device memory
+    (not written, so that a later run computes them)."""
     blocks = _blocks(todo)[select[0]::select[1]]
     data_cache: dict[str, tuple[jax.Array, _registry.SweepData]] = {}
     computed, out_of_memory = 0, []
@@ -223,12 +255,17 @@ def _compute(plan, todo, env, chunk, progress, results, done, select: tuple[int,
             if entry.kind == "release":
                 rows = _study_rows(block, chunk, bar)
             else:
-                rows = [_cell_row(block[0], entry, data_cache)]
+                try:
+                    rows = [_cell_row(block[0], entry, data_cache)]
+                except (MemoryError, RuntimeError) as err:
+                    if not _out_of_memory(err):
+                        raise
+                    rows = [{"status": OUT_OF_MEMORY, "error": f"{type(err).__name__}: {err}"[:2000]}]
                 bar.update(block[0].num_trials)
             block_s = time.perf_counter() - t0
             for cell, row in zip(block, rows):
                 if row.get("status") == OUT_OF_MEMORY:
-                    out_of_memory.append(cell)
+                    out_of_memory.append((cell, row["error"]))
                     continue
                 row = {
                     "schema": SCHEMA_VERSION,
@@ -242,12 +279,7 @@ def _compute(plan, todo, env, chunk, progress, results, done, select: tuple[int,
                 }
                 done[cell.cell_id] = results.append(row)
                 computed += 1
-    if out_of_memory:
-        warnings.warn(f"{len(out_of_memory)} cell(s) ran out of device memory and were not saved (the first: "
-                      f"{out_of_memory[0].mechanism} on {out_of_memory[0].dataset} {dict(out_of_memory[0].dataset_params)}"
-                      f"). Run the same command again with a smaller --chunk (chunk=...) to compute them; the "
-                      "cells that finished are kept.", RuntimeWarning, stacklevel=2)
-    return computed
+    return computed, out_of_memory
 
 
 def _part_paths(results_path: pathlib.Path) -> list[pathlib.Path]:
@@ -276,7 +308,7 @@ def _merge_parts(plan, results_path: pathlib.Path) -> None:
         part.unlink()
 
 
-def _run_processes(plan, results_path: pathlib.Path, env, chunk, progress) -> tuple[list, int]:
+def _run_processes(plan, results_path: pathlib.Path, env, chunk, progress) -> tuple[list, int, list]:
     """Cells over the processes of a ``jax.distributed`` run (a filesystem all of them see).
 
     Each process computes every ``process_count``-th block of cells still to do (cells sharing their datasets;
@@ -294,13 +326,14 @@ def _run_processes(plan, results_path: pathlib.Path, env, chunk, progress) -> tu
     done = {row["cell_id"]: row for row in read_rows(results_path)} if results_path.exists() else {}
     todo = _todo(plan, done, results_path)
     with ResultsFile(results_path.with_name(f"{results_path.name}.process{me}")) as part:
-        computed = _compute(plan, todo, env, chunk, progress and me == 0, part, dict(done), select=(me, processes))
+        computed, out_of_memory = _compute(plan, todo, env, chunk, progress and me == 0, part, dict(done),
+                                           select=(me, processes))
     multihost_utils.sync_global_devices("gpuprivacy sweep: cells computed")
     if me == 0:
         _merge_parts(plan, results_path)
     multihost_utils.sync_global_devices("gpuprivacy sweep: results written")
     done = {row["cell_id"]: row for row in read_rows(results_path)}
-    return [done[cell.cell_id] for cell in plan.cells if cell.cell_id in done], computed
+    return [done[cell.cell_id] for cell in plan.cells if cell.cell_id in done], computed, out_of_memory
 
 
 def _cell_row(cell: SweepCell, entry, data_cache: dict) -> dict:
