@@ -33,7 +33,8 @@ the worker. :func:`rebuild` therefore
 
 Honest oracles are rebuilt to the same operations, so ``jax.vmap`` of the
 rebuilt function equals ``jax.vmap`` of the original bit for bit unless a
-``while`` loop reaches the budget.
+``while`` loop reaches the budget (that evaluation is then NaN, a non-response) or an integer
+result of an oracle with a ``while`` loop (then a float of the same value).
 
 This module must not import the worker module.
 """
@@ -106,6 +107,7 @@ class _Evaluator:
         self.limits = limits
         self.refuse = refuse
         self.work_of = work_of
+        self.has_while = False  # set while tracing: the oracle has a loop the budget can cut
 
     def check(self, value, aval: _Aval, where: str) -> None:
         shape, dtype = tuple(np.shape(value)), np.dtype(getattr(value, "dtype", None) or np.asarray(value).dtype)
@@ -222,9 +224,12 @@ class _Evaluator:
             keep, work = keep_going(vals, work)
             return work, keep, tuple(vals)
 
-        work, _, out = lax.while_loop(lambda carry: live(*carry[:2]), step,
-                                      (lax.convert_element_type(work, np.int64), keep, tuple(init)))
-        return list(out), work
+        work, keep, out = lax.while_loop(lambda carry: live(*carry[:2]), step,
+                                         (lax.convert_element_type(work, np.int64), keep, tuple(init)))
+        # The loop ends with its test still true only when the budget cut it: the counter then passes
+        # max_work, which stops every enclosing loop and makes the whole evaluation a non-response.
+        self.has_while = True
+        return list(out), lax.select(keep, np.int64(self.limits.max_work) + np.int64(1), work)
 
     def scan(self, params, args, where, work):
         nc, nk, length = params["num_consts"], params["num_carry"], params["length"]
@@ -263,7 +268,7 @@ _ENGINE_EMITTED = frozenset({"cond", "while", "scan", "jit", "pjit", "clamp", "c
 
 
 def rebuild(tree: dict, *, rows_shape, rows_dtype, capacity: int, limits: RebuildLimits | None = None,
-            oracle_name: str = "oracle") -> Callable:
+            oracle_name: str = "oracle", cut_to_nan: bool = True) -> Callable:
     """Validates an untrusted jaxpr tree from the sandbox and rebuilds the oracle from allowed primitives.
 
     Args:
@@ -274,9 +279,16 @@ def rebuild(tree: dict, *, rows_shape, rows_dtype, capacity: int, limits: Rebuil
       capacity: the block's capacity (``valid`` is ``bool[capacity]``).
       limits: public caps (:class:`RebuildLimits`); the defaults when omitted.
       oracle_name: named in refusals.
+      cut_to_nan: an evaluation whose ``while`` loop the work budget cut returns NaN (the default);
+        ``False`` returns the cut loop's state instead (for tests of the budget's accounting only: that
+        state is not the oracle's answer).
 
     Returns:
-      ``f(rows, valid) -> scalar``, an ordinary JAX function built only from allowed primitives.
+      ``f(rows, valid) -> scalar``, an ordinary JAX function built only from allowed primitives. If
+      the oracle has a ``while`` loop, the scalar is a float (an integer result is converted to the
+      default float dtype) and is NaN, a non-response, for an evaluation whose loops reached
+      ``limits.max_work``: which evaluations did depends on the data, so it is never reported apart
+      from the value itself, which the releases map to their public NaN value like any NaN answer.
 
     Raises:
       OracleRefused: the tree is malformed or too large; uses a primitive off the allow-list, a
@@ -319,8 +331,14 @@ def rebuild(tree: dict, *, rows_shape, rows_dtype, capacity: int, limits: Rebuil
 
     def rebuilt(rows, valid):
         # The counter starts at the static work of the whole oracle: while loops spend only the rest.
-        (out,), _ = evaluator.run(top, [rows, valid], "jaxpr", static_work)
-        return out
+        (out,), work = evaluator.run(top, [rows, valid], "jaxpr", static_work)
+        if not evaluator.has_while or not cut_to_nan:
+            return out
+        # A while loop cut by the budget leaves a state that is not the oracle's answer: the evaluation
+        # is a non-response (NaN, which every release maps to its public NaN value), never that state.
+        out = out if np.issubdtype(out.dtype, np.floating) else lax.convert_element_type(
+            out, jax.dtypes.canonicalize_dtype(np.float64))
+        return lax.select(lax.gt(work, np.int64(limits.max_work)), np.array(np.nan, out.dtype), out)
 
     structs = (jax.ShapeDtypeStruct(rows_shape, rows_dtype), jax.ShapeDtypeStruct((int(capacity),), np.dtype(bool)))
     try:

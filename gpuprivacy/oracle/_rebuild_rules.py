@@ -35,10 +35,11 @@ class RebuildLimits:
     loops cost whatever the data ("static work") is computed when the oracle is rebuilt; an oracle
     whose static work exceeds ``max_work`` is refused. ``while`` loops spend the rest at run time
     from one counter threaded through the whole oracle (loop bodies and tests, branches, inlined
-    calls): a ``while`` loop ends, with its current state as its result, before an iteration
-    (which costs 1 plus the static work of its body and test) that would take the counter past
-    ``max_work``. Branches a subset does not take and loop bodies run for a subset whose loop has
-    ended (both happen under ``vmap``) see an exhausted counter, so their loops do not iterate.
+    calls): a ``while`` loop ends before an iteration (which costs 1 plus the static work of its
+    body and test) that would take the counter past ``max_work``, and that evaluation of the oracle
+    is then NaN, a non-response (never the loop's cut state). Branches a subset does not take and
+    loop bodies run for a subset whose loop has ended (both happen under ``vmap``) see an exhausted
+    counter, so their loops do not iterate.
     Nested loops therefore cannot multiply the budget: one evaluation runs at most ``max_work``
     loop iterations, and a batched evaluation of ``B`` subsets at most ``B * max_work`` (a batched
     loop runs as many iterations as its longest subset), whatever the data. The budget bounds the

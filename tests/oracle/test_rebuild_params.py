@@ -402,7 +402,7 @@ def test_nested_while_loops_share_one_budget():
     f = _nested_whiles(2000, 2000)
     rows, valid = _blocks(ROWS_1D, batch=1)
     assert int(jax.jit(f)(rows[0], valid[0])) == 4_000_000  # positive control: trusted, it runs 4e6 iterations
-    rebuilt = _rebuild(_tree(f))
+    rebuilt = _rebuild(_tree(f), cut_to_nan=False)  # the cut state, to read the count
     counts = np.asarray(jax.jit(jax.vmap(rebuilt))(*_blocks(ROWS_1D)))
     # Every iteration (outer and inner) is charged to the one counter of its evaluation.
     assert 0 < counts.max() <= RebuildLimits().max_work
@@ -448,9 +448,11 @@ def test_while_loops_spend_what_the_rest_of_the_oracle_left(where):
         return lax.while_loop(lambda c: _unbounded_count(c[1]) > 0, lambda c: (c[0] + 1, c[1] + 1), (0, 0))[0]
 
     limits = RebuildLimits(max_work=budget)
-    rebuilt = _rebuild(_tree(f), limits=limits)
+    rebuilt = _rebuild(_tree(f), limits=limits, cut_to_nan=False)  # the cut state, to read the count
     counts = np.asarray(jax.jit(jax.vmap(rebuilt))(*_blocks(ROWS_1D)))
     assert counts.max() <= budget
+    # As released, every evaluation here hit the budget: each is a non-response.
+    assert np.isnan(np.asarray(jax.jit(jax.vmap(_rebuild(_tree(f), limits=limits)))(*_blocks(ROWS_1D)))).all()
     if where == "after_scan":
         # 3000 from the scans, then the loop runs exactly what their static work (3 * 1001) left.
         assert counts.max() == 3000 + (budget - 3 * 1001)
@@ -475,7 +477,7 @@ def test_work_that_vmap_runs_and_discards_is_not_a_second_budget(where):
             n = jnp.where(flag, 3, outer_n)
         return lax.while_loop(lambda c: c[0] < n, lambda c: (c[0] + 1, c[1] + spin(c[0])), (0, 0))[1]
 
-    rebuilt = jax.jit(jax.vmap(_rebuild(_tree(f), limits=RebuildLimits(max_work=budget))))
+    rebuilt = jax.jit(jax.vmap(_rebuild(_tree(f), limits=RebuildLimits(max_work=budget), cut_to_nan=False)))
     rows = jnp.zeros((2, CAP))
     valid = jnp.asarray([[True] * CAP, [True, False] + [True] * (CAP - 2)])
     rebuilt(rows, valid).block_until_ready()
@@ -483,6 +485,35 @@ def test_work_that_vmap_runs_and_discards_is_not_a_second_budget(where):
     counts = np.asarray(rebuilt(rows, valid))
     assert time.perf_counter() - start < 2.0
     assert counts.max() <= budget
+
+
+def test_an_evaluation_the_budget_cuts_is_a_nonresponse_never_the_cut_state():
+    # Loops that end by themselves within the budget keep their values (an int result becomes a float of
+    # the same value); one that the budget cuts returns NaN, which every release maps to its public NaN value.
+    def f(rows, valid):
+        return lax.while_loop(lambda c: c < jnp.abs(rows[0]).astype(jnp.int32), lambda c: c + 1, 0)
+
+    rows = jnp.zeros((4,) + ROWS_1D).at[:, 0].set(jnp.asarray([5.0, 999.0, 1000.0, 10**7]))
+    valid = jnp.ones((4, CAP), bool)
+    got = np.asarray(jax.jit(jax.vmap(_rebuild(_tree(f), limits=RebuildLimits(max_work=1000))))(rows, valid))
+    assert got.dtype == np.float64
+    np.testing.assert_array_equal(got[:3], [5.0, 999.0, 1000.0])
+    assert np.isnan(got[3])
+    # Positive control: without the NaN the cut state (1000 iterations) would pass for an answer.
+    cut = jax.jit(jax.vmap(_rebuild(_tree(f), limits=RebuildLimits(max_work=1000), cut_to_nan=False)))
+    assert np.asarray(cut(rows, valid))[3] == 1000
+    # A cut inner loop makes the whole evaluation a non-response, whatever the outer loop does next.
+    def nested(rows, valid):
+        inner = lambda c: lax.while_loop(lambda d: d < rows[0], lambda d: d + 1.0, 0.0)
+        return lax.while_loop(lambda c: c[0] < 2, lambda c: (c[0] + 1, c[1] + inner(c)), (0, 0.0))[1]
+
+    rows = rows.at[:, 0].set(jnp.asarray([5.0, 400.0, 999.0, 10**7]))  # 2 * 999 + 2 iterations > 1000
+    got = np.asarray(jax.jit(jax.vmap(_rebuild(_tree(nested), limits=RebuildLimits(max_work=1000))))(rows, valid))
+    np.testing.assert_array_equal(got[:2], [10.0, 800.0])
+    assert np.isnan(got[2:]).all()
+    # An oracle without a while loop is unchanged (its dtype too).
+    plain = _rebuild(_tree(lambda rows, valid: jnp.sum(valid).astype(jnp.int32)))
+    assert jax.jit(plain)(rows[0], valid[0]).dtype == np.int32
 
 
 def test_limits_validate_and_keep_the_deprecated_alias():
