@@ -1,5 +1,9 @@
 """Strict test configuration (STYLE rule 24)."""
 
+import os
+import shutil
+import tempfile
+
 import jax
 import numpy as np
 import pytest
@@ -14,6 +18,32 @@ jax.config.update("jax_numpy_rank_promotion", "raise")
 TEST_FAILURE_RATE = 1e-6
 
 TOL = {np.float32: 1e-6, np.float64: 1e-12}
+
+
+# One persistent XLA compilation cache per test run, shared by the pytest-xdist workers and by the command-line
+# runs the tests start: a program compiled once (in one module, one worker or one subprocess) is read back
+# instead of compiled again after the per-module cache release below. Compiling is most of the suite's time.
+# Programs under this many seconds to compile are not worth a file.
+_CACHE_ENV = "GPUPRIVACY_TEST_COMPILATION_CACHE"
+_MIN_COMPILE_SECONDS = "0.1"
+
+
+def pytest_configure(config):
+    if not hasattr(config, "workerinput") and _CACHE_ENV not in os.environ:  # the run's first process owns it
+        config._gpuprivacy_compilation_cache = tempfile.mkdtemp(prefix="gpuprivacy-tests-xla-cache-")
+        os.environ[_CACHE_ENV] = config._gpuprivacy_compilation_cache
+    path = os.environ[_CACHE_ENV]
+    os.environ["JAX_COMPILATION_CACHE_DIR"] = path  # inherited by the CLI runs of the tests
+    os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = _MIN_COMPILE_SECONDS
+    jax.config.update("jax_compilation_cache_dir", path)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", float(_MIN_COMPILE_SECONDS))
+
+
+def pytest_unconfigure(config):
+    path = getattr(config, "_gpuprivacy_compilation_cache", None)
+    if path is not None:
+        shutil.rmtree(path, ignore_errors=True)
+        os.environ.pop(_CACHE_ENV, None)
 
 
 @pytest.fixture
