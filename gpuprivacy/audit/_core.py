@@ -62,6 +62,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from gpuprivacy._checks import (check_chunk_size, check_int, check_key, check_nonnegative, check_probability,
                                 data_checked_by_caller)
 from gpuprivacy._config import require_x64
+from gpuprivacy._lru import LRUCache
 from gpuprivacy._memory import work_budgets
 from gpuprivacy._progress import Progress
 from gpuprivacy.accounting import ApproxDP, PureDP, ZCDP, check_guarantee
@@ -333,14 +334,10 @@ def _output_spec(mechanism, key, x, block) -> _OutputSpec:
         hash(cache_key)
     except TypeError:  # an unhashable sampler: trace it every time
         return _traced_output_spec(mechanism, key, x, block)
-    if cache_key not in _OUTPUT_SPECS:
-        if len(_OUTPUT_SPECS) >= 256:
-            _OUTPUT_SPECS.clear()
-        _OUTPUT_SPECS[cache_key] = _traced_output_spec(mechanism, key, x, block)
-    return _OUTPUT_SPECS[cache_key]
+    return _OUTPUT_SPECS.get_or_build(cache_key, lambda: _traced_output_spec(mechanism, key, x, block))
 
 
-_OUTPUT_SPECS: dict = {}
+_OUTPUT_SPECS = LRUCache(256)
 
 
 def _traced_output_spec(mechanism, key, x, block):

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 from typing import Callable
 
+from gpuprivacy._lru import LRUCache
 from gpuprivacy.audit._core import AuditableMechanism
 
 _ENTRIES: dict[str, Callable[..., AuditableMechanism]] = {}
 _DEFAULTS: dict[str, dict] = {}
-_BUILT: dict[tuple, AuditableMechanism] = {}
+# Built mechanisms hold their compiled samplers: the 64 most recently used are kept.
+_BUILT: LRUCache = LRUCache(64)
 # Older names that still work (a registry name is part of the CLI: ``gpuprivacy audit NAME``).
 _ALIASES = {
     "seed001-smooth-median-cauchy": "smooth-sensitivity-median-cauchy",

@@ -85,6 +85,7 @@ from typing import Callable
 import jax
 import numpy as np
 
+from gpuprivacy._lru import LRUCache
 from gpuprivacy.oracle._rebuild import OracleRefused as OracleRefused
 from gpuprivacy.oracle._rebuild import RebuildLimits as RebuildLimits
 from gpuprivacy.oracle._confine import PACKAGE_ENV, PARENT_ENV, TIMEOUT_ENV, UNCONFINED_ENV, features
@@ -229,7 +230,8 @@ class _Worker:
 
 _WORKER = _Worker()
 atexit.register(_WORKER.stop)
-_CACHE: dict[tuple, Callable] = {}
+# Rebuilt oracles (each holds its compiled check program), the 64 most recently used.
+_CACHE: LRUCache = LRUCache(64)
 
 
 def shutdown_worker() -> None:

@@ -22,7 +22,6 @@ from __future__ import annotations
 import functools
 import inspect
 import time
-from collections import OrderedDict
 from typing import Any, NamedTuple
 
 import jax
@@ -31,6 +30,7 @@ import numpy as np
 from jax.sharding import Mesh, PartitionSpec
 
 from gpuprivacy._checks import data_checked_by_caller
+from gpuprivacy._lru import LRUCache
 from gpuprivacy._memory import chunk_budget_bytes
 from gpuprivacy._sort import sort
 from gpuprivacy.mechanisms import batched_implementation, guarantee_of
@@ -44,10 +44,10 @@ _MIN_CHUNK = 8
 # ("draw" | "mechanism" | "target", what the program depends on...) -> compiled program, least recently used
 # first. Bounded: every compiled program holds executable memory (XLA:CPU maps some per program), and a long
 # session sweeping many shapes would otherwise keep them all.
-_PROGRAMS: OrderedDict[tuple, Any] = OrderedDict()
 MAX_PROGRAMS = 128
-# (mechanism, static params) -> the float parameters it accepts traced.
-_TRACEABLE: dict[tuple, tuple] = {}
+_PROGRAMS = LRUCache(MAX_PROGRAMS)
+# (mechanism, static params) -> the float parameters it accepts traced (probed abstractly; small entries).
+_TRACEABLE = LRUCache(1024)
 COMPILE_COUNT = [0]  # programs compiled by this process (for tests, the benchmarks and the sweep summary)
 COMPILE_SECONDS = [0.0]  # and the seconds spent compiling them
 
@@ -243,14 +243,11 @@ def _traces(mechanism, params, data, example, names) -> bool:
 def _compiled(cache_key, build, example_args):
     """The compiled program for ``cache_key`` (built and compiled once), and the seconds compiling it now."""
     if cache_key in _PROGRAMS:
-        _PROGRAMS.move_to_end(cache_key)
         return _PROGRAMS[cache_key], 0.0
     start = time.perf_counter()
     with data_checked_by_caller():  # the engine counts rows outside the domain itself (_rows_outside_domain)
         program = jax.jit(build()).lower(*example_args).compile()  # compiled ahead, so its time is told apart
-    _PROGRAMS[cache_key] = program
-    while len(_PROGRAMS) > MAX_PROGRAMS:
-        _PROGRAMS.popitem(last=False)
+    _PROGRAMS[cache_key] = program  # drops the least recently used past MAX_PROGRAMS
     seconds = time.perf_counter() - start
     COMPILE_COUNT[0] += 1
     COMPILE_SECONDS[0] += seconds

@@ -143,7 +143,7 @@ def test_an_infeasible_cell_is_reported_in_its_row_and_the_sweep_goes_on(tmp_pat
 
 
 def test_the_program_cache_is_bounded_least_recently_used_first(monkeypatch):
-    monkeypatch.setattr(_trials, "MAX_PROGRAMS", 2)
+    monkeypatch.setattr(_trials._PROGRAMS, "maxsize", 2)
     _trials._PROGRAMS.clear()
     mech = builtin_sweepables()["laplace-median"]
     for n in (9, 10, 11):
