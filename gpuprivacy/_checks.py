@@ -286,6 +286,25 @@ def check_noise_scale(numerator: Any, epsilon: Any, *, what: str, name: str = "e
                      f"{smallest_float:.6g}; pass {name} >= that.")
 
 
+# XLA flushes subnormal floats to zero (on CPU and accelerators), and a noise scale is multiplied by draws
+# down to 2**-53 and divided into differences of the data: a scale below this bound (2**62 times the smallest
+# normal float64, about 1.0e-289) can become 0 inside a kernel, which then releases garbage (a 0/0 selection
+# or a median outside its range) instead of a noisy answer. Refused up front, with the largest epsilon that works.
+SMALLEST_NOISE_SCALE = 2.0 ** -960
+
+
+def check_scale_not_flushed(scale: Any, epsilon: Any, *, what: str, name: str = "epsilon") -> None:
+    """Refuses a concrete ``epsilon`` whose noise ``scale`` (proportional to 1/epsilon) is below
+    :data:`SMALLEST_NOISE_SCALE`; the message names the largest ``epsilon`` that works. Tracers pass."""
+    if is_tracer(scale) or is_tracer(epsilon) or float(scale) >= SMALLEST_NOISE_SCALE:
+        return
+    largest = math.nextafter(float(epsilon) * float(scale) / SMALLEST_NOISE_SCALE, 0.0)
+    raise ValueError(f"{what}: {name}={epsilon!r} makes the noise scale {float(scale):.3g}, below "
+                     f"{SMALLEST_NOISE_SCALE:.3g}, where XLA's flush of subnormal floats to zero would turn the "
+                     f"noise into 0/0. The largest {name} that works is about {largest:.6g}; pass {name} <= that "
+                     "(the noise is already negligible there).")
+
+
 # A depth, level or design size the wrappers derive from epsilon (they grow like 1/epsilon) counts rows or
 # subsets: past 2**31 nothing can be evaluated, and past 2**63 it does not even fit an index.
 LEVEL_LIMIT = 2 ** 31

@@ -95,9 +95,13 @@ except Exception:
 
 
 def test_reading_the_engine_command_line(unconfined):
+    # The engine's own command line (under pytest-xdist a worker's does not name pytest): what the attack
+    # must read back exactly for the positive control to find it.
+    with open("/proc/self/cmdline", "rb") as fh:
+        command_line = fh.read()
     attack = _engine_pid_lookup() + f"""
 try:
-    RESULT = {FOUND} if b"pytest" in open(f"/proc/{{ENGINE}}/cmdline", "rb").read() else {NOT_FOUND}
+    RESULT = {FOUND} if open(f"/proc/{{ENGINE}}/cmdline", "rb").read() == {command_line!r} else {NOT_FOUND}
 except Exception:
     RESULT = {NOT_FOUND}
 """

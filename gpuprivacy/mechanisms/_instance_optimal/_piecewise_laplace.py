@@ -38,7 +38,7 @@ import jax
 import jax.numpy as jnp
 
 from gpuprivacy._compat import renamed_keywords
-from gpuprivacy._checks import check_epsilon, check_key, epsilon_ok, fail_closed
+from gpuprivacy._checks import check_epsilon, check_key, check_noise_scale, epsilon_ok, fail_closed
 from gpuprivacy._config import require_x64
 from gpuprivacy._typing import Array, Key
 from gpuprivacy.accounting import PureDP
@@ -190,6 +190,7 @@ def release_from_bounds(key, bounds, epsilon, smoothness, mechanism, guarantee_f
     key = check_key(key)
     bounds = check_bounds(bounds)
     epsilon = check_epsilon(epsilon)
+    check_noise_scale(2.0, epsilon, what=mechanism)  # the pieces' masses fall as e^(-epsilon l / 2)
     smoothness = _check_smoothness(smoothness)
     guarantee = stated_guarantee(guarantee_fn, epsilon=epsilon, smoothness=smoothness)
     release = _release(key, bounds, jnp.asarray(epsilon, jnp.float64), jnp.asarray(smoothness, jnp.float64),

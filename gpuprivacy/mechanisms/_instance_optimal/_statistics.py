@@ -14,7 +14,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from gpuprivacy._checks import check_epsilon, check_key, check_probability
+from gpuprivacy._checks import check_epsilon, check_key, check_noise_scale, check_probability
 from gpuprivacy._config import require_x64
 from gpuprivacy._typing import Key
 from gpuprivacy.accounting import PureDP
@@ -62,6 +62,7 @@ def _run(key, data, epsilon, lower, upper, clip, statistic, mechanism, guarantee
     require_x64(mechanism)
     key = check_key(key)
     epsilon = check_epsilon(epsilon)
+    check_noise_scale(2.0, epsilon, what=mechanism)  # the pieces' masses fall as e^(-epsilon l / 2)
     lower, upper = check_domain(lower, upper)
     x = check_dataset(data, lower, upper, clip)
     n = x.shape[0]

@@ -23,7 +23,7 @@ import dataclasses
 import math
 import warnings
 
-from gpuprivacy._checks import check_epsilon, check_int, check_positive
+from gpuprivacy._checks import check_epsilon, check_int, check_positive, check_scale_not_flushed
 
 # Largest |lattice coordinate| we allow, so that float64 -> int64 rounding is exact.
 _MAX_LATTICE = 2.0**51
@@ -146,6 +146,9 @@ def median_config(n, *, epsilon, min_density, radius, median_bound, constant=6.0
         raise ValueError(
             f"the lattice is too fine for exact int64 predicates: (R + 4Cr)/unit = {support_units:.3g} > 2^51 with "
             f"unit = C/(L n Q) = {unit:.3g}. Lower grid_resolution (Q = {grid_resolution}) or R.")
+    scale = 12.0 * constant / (min_density * n) / epsilon  # in this order: L n epsilon alone may overflow
+    check_scale_not_flushed(min(scale, scale / unit), epsilon,
+                            what="private_median (the Laplace scale 12 C/(L n epsilon), in data and lattice units)")
     cap = min_density * radius * n
     num_rows = max(index, n - index + 1) + 1
     full_rows = min(num_rows, math.ceil(cap / 2) + 1)

@@ -30,7 +30,7 @@ import jax
 import jax.numpy as jnp
 
 from gpuprivacy import noise as _noise
-from gpuprivacy._checks import all_ok, check_epsilon, check_key, check_positive, epsilon_ok, fail_closed, positive_ok
+from gpuprivacy._checks import all_ok, check_epsilon, check_scale_not_flushed, check_key, check_positive, epsilon_ok, fail_closed, positive_ok
 from gpuprivacy._config import require_x64
 from gpuprivacy._typing import Array, Key
 from gpuprivacy._rounding import divide_up
@@ -63,8 +63,10 @@ class SelectionInfo(NamedTuple):
 
 def _selection_scale(epsilon, sensitivity, monotonic):
     multiplier = 1 if monotonic else 2
-    return divide_up(sensitivity, epsilon, multiplier=multiplier,
-                     what=f"the noise scale {multiplier} * sensitivity / epsilon = {multiplier} * {sensitivity!r} / {epsilon!r}")
+    scale = divide_up(sensitivity, epsilon, multiplier=multiplier,
+                      what=f"the noise scale {multiplier} * sensitivity / epsilon = {multiplier} * {sensitivity!r} / {epsilon!r}")
+    check_scale_not_flushed(scale, epsilon, what="private selection")
+    return scale
 
 
 def _check_selection(key, scores, epsilon, sensitivity, monotonic, name="scores", clip=False):
