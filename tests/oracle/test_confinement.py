@@ -123,13 +123,21 @@ try:
             if not perms.startswith("rw"):
                 continue
             start, end = (int(a, 16) for a in addresses.split("-"))
+            # Every byte of every writable region, in chunks that overlap by the needle's length (a long
+            # test run's heap is gigabytes, and the array can sit anywhere in it).
+            tail = b""
             try:
                 mem.seek(start)
-                if NEEDLE in mem.read(min(end - start, 1 << 28)):
-                    RESULT = {FOUND}
-                    break
+                for _ in range(start, end, 1 << 24):
+                    chunk = tail + mem.read(1 << 24)
+                    if NEEDLE in chunk:
+                        RESULT = {FOUND}
+                        break
+                    tail = chunk[-len(NEEDLE):]
             except OSError:
                 pass
+            if RESULT == {FOUND}:
+                break
 except Exception:
     pass
 """
