@@ -157,7 +157,7 @@ def compare_sampler(case, sample, data, numpy_loop, support, *, num_samples, loo
 
 
 def run_audit(num_samples, chunk_size, warmup_samples):
-    mechanism = audit.get("report-noisy-max-gumbel")
+    mechanism = audit.get("report-noisy-max[noise=gumbel]")
     x, x_prime = mechanism.worst_case_pairs[0]
     # First call: compiles the auditor's step for this block size. The auditor sizes its own steps (from a
     # byte budget of the backend); chunk_size is recorded only.

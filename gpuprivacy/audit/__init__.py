@@ -12,8 +12,10 @@ from gpuprivacy.audit._core import SAMPLES_PER_CALL as SAMPLES_PER_CALL
 from gpuprivacy.audit._core import AuditResult as AuditResult
 from gpuprivacy.audit._core import audit as audit
 from gpuprivacy.audit._core import claimed_epsilon_at as claimed_epsilon_at
+from gpuprivacy.audit._registry import canonical_name as canonical_name
 from gpuprivacy.audit._registry import default_params as default_params
 from gpuprivacy.audit._registry import get as get
+from gpuprivacy.audit._registry import parse_name as parse_name
 from gpuprivacy.audit._registry import register as register
 from gpuprivacy.audit._registry import registered as registered
 from gpuprivacy.audit._registry import unregister as unregister

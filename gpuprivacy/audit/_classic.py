@@ -102,7 +102,8 @@ def laplace_entry(epsilon=1.0, sensitivity=1.0, secure=False):
         k, x[0], epsilon=epsilon, sensitivity=sensitivity, secure=secure))
     pairs = _shift_pairs(sensitivity)
     return AuditableMechanism(
-        name="laplace-secure" if secure else "laplace", sample=sample, claim=claim_of(sample, pairs[0][0]),
+        name="laplace-mechanism[secure=true]" if secure else "laplace-mechanism", sample=sample,
+        claim=claim_of(sample, pairs[0][0]),
         output_kind="real", worst_case_pairs=pairs,
         random_dataset=_random_scores(1), random_neighbour=_shift_neighbour(sensitivity),
         neighbours=neighbours_within(sensitivity),
@@ -114,7 +115,8 @@ def gaussian_entry(epsilon=1.0, delta=1e-5, sensitivity=1.0, calibration="analyt
         k, x[0], epsilon=epsilon, delta=delta, sensitivity=sensitivity, calibration=calibration))
     pairs = _shift_pairs(sensitivity)
     return AuditableMechanism(
-        name=f"gaussian-{calibration}", sample=sample, claim=claim_of(sample, pairs[0][0]),
+        name=f"gaussian-mechanism[calibration={calibration}]", sample=sample,
+        claim=claim_of(sample, pairs[0][0]),
         output_kind="real", worst_case_pairs=pairs,
         random_dataset=_random_scores(1), random_neighbour=_shift_neighbour(sensitivity),
         neighbours=neighbours_within(sensitivity),
@@ -126,7 +128,7 @@ def gaussian_zcdp_entry(rho=0.5, sensitivity=1.0):
         k, x[0], rho=rho, sensitivity=sensitivity))
     pairs = _shift_pairs(sensitivity)
     return AuditableMechanism(
-        name="gaussian-zcdp", sample=sample, claim=claim_of(sample, pairs[0][0]),
+        name="gaussian-mechanism-zcdp", sample=sample, claim=claim_of(sample, pairs[0][0]),
         output_kind="real", worst_case_pairs=pairs,
         random_dataset=_random_scores(1), random_neighbour=_shift_neighbour(sensitivity),
         neighbours=neighbours_within(sensitivity),
@@ -151,7 +153,7 @@ def selection_entry(noise="gumbel", epsilon=1.0, sensitivity=1.0, num_candidates
     else:
         release = lambda k, x: mechanisms.report_noisy_max(k, x, epsilon=epsilon, sensitivity=sensitivity,
                                                            noise=noise)
-        name, audits = f"report-noisy-max-{noise}", ("report_noisy_max",)
+        name, audits = f"report-noisy-max[noise={noise}]", ("report_noisy_max",)
     sample = _vmapped_sampler(release)
     pairs = _selection_pairs(num_candidates, sensitivity)
     return AuditableMechanism(
@@ -194,14 +196,14 @@ def sparse_vector_entry(epsilon=1.0, sensitivity=1.0, threshold=0.0, num_queries
         audits=("sparse_vector",), description="Laplace sparse vector (Lyu-Su-Li Alg. 1)")
 
 
-register("laplace", laplace_entry, epsilon=1.0)
-register("laplace-secure", functools.partial(laplace_entry, secure=True), epsilon=1.0)
-register("gaussian-analytic", gaussian_entry, epsilon=1.0, delta=1e-3)
-register("gaussian-classic", functools.partial(gaussian_entry, calibration="classic"), epsilon=0.9, delta=1e-3)
-register("gaussian-zcdp", gaussian_zcdp_entry, rho=0.5)
+register("laplace-mechanism", laplace_entry, epsilon=1.0)
+register("laplace-mechanism[secure=true]", laplace_entry, epsilon=1.0)
+register("gaussian-mechanism[calibration=analytic]", gaussian_entry, epsilon=1.0, delta=1e-3)
+register("gaussian-mechanism[calibration=classic]", gaussian_entry, epsilon=0.9, delta=1e-3)
+register("gaussian-mechanism-zcdp", gaussian_zcdp_entry, rho=0.5)
 register("exponential-mechanism", functools.partial(selection_entry, noise="em"), epsilon=1.0)
 for _noise in mechanisms.NOISE_NAMES:
-    register(f"report-noisy-max-{_noise}", functools.partial(selection_entry, noise=_noise), epsilon=1.0)
+    register(f"report-noisy-max[noise={_noise}]", selection_entry, epsilon=1.0)
 register("permute-and-flip", functools.partial(selection_entry, literal_pf=True), epsilon=1.0)
 register("above-threshold", above_threshold_entry, epsilon=1.0)
 register("sparse-vector", sparse_vector_entry, epsilon=1.0)

@@ -131,7 +131,8 @@ def laplace_rnm_entry(calibration="standard", epsilon=1.0, sensitivity=1.0, num_
     sample = _vmapped_sampler(lambda k, x: mechanisms.laplace_report_noisy_max(k, x, **params))
     pairs = _selection_pairs(num_candidates, sensitivity)
     return AuditableMechanism(
-        name=f"laplace-report-noisy-max-{calibration}", sample=sample, claim=claim_of(sample, pairs[0][0]),
+        name=f"laplace-report-noisy-max[calibration={calibration}]", sample=sample,
+        claim=claim_of(sample, pairs[0][0]),
         output_kind="discrete", worst_case_pairs=pairs,
         random_dataset=_random_scores(num_candidates), random_neighbour=_bounded_neighbour(sensitivity, -np.inf,
                                                                                            np.inf),
@@ -145,6 +146,5 @@ register("gaussian-above-threshold", gaussian_above_threshold_entry, num_queries
 register("gaussian-sparse-vector", gaussian_sparse_vector_entry, num_queries=3, epsilon=7.5)
 register("gaussian-sparse-vector-whitehouse", functools.partial(gaussian_sparse_vector_entry, whitehouse=True),
          num_queries=3, epsilon=60.0)
-register("laplace-report-noisy-max-standard", laplace_rnm_entry, epsilon=1.0)
-register("laplace-report-noisy-max-post-processing",
-         functools.partial(laplace_rnm_entry, calibration="post_processing"), epsilon=2.0)
+register("laplace-report-noisy-max[calibration=standard]", laplace_rnm_entry, epsilon=1.0)
+register("laplace-report-noisy-max[calibration=post_processing]", laplace_rnm_entry, epsilon=2.0)

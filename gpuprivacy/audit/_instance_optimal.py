@@ -95,7 +95,7 @@ def statistic_entry(mechanism="piecewise_laplace", statistic="median", epsilon=2
         pairs, size = _MEDIAN_PAIRS, 3
     sample = _vmapped_sampler(release)
     return AuditableMechanism(
-        name=f"{'plm' if plm else 'inv'}-{statistic}{'-bounds' if via_bounds else ''}", sample=sample,
+        name=f"{prefix.replace('_', '-')}-{statistic.replace('_', '-')}{'-bounds' if via_bounds else ''}", sample=sample,
         claim=claim_of(sample, pairs[0][0]), output_kind="real", worst_case_pairs=pairs,
         random_dataset=_random_dataset(size), random_neighbour=_swap_neighbour, neighbours=neighbours_swap(),
         audits=audits,
@@ -113,7 +113,7 @@ def count_entry(mechanism="piecewise_laplace", epsilon=2.0):
         return np.array([x[0] + step])
 
     return AuditableMechanism(
-        name=f"{'plm' if prefix == 'piecewise_laplace' else 'inv'}-count", sample=sample,
+        name=f"{prefix.replace('_', '-')}-count", sample=sample,
         claim=claim_of(sample, pairs[0][0]), output_kind="real", worst_case_pairs=pairs,
         random_dataset=lambda key: np.array([float(jax.random.randint(key, (), 0, 5))]),
         random_neighbour=neighbour, neighbours=neighbours_within(1.0, 0.0),
@@ -125,7 +125,7 @@ def smooth_entry(noise="cauchy", epsilon=2.0, delta=None):
     kwargs = dict(epsilon=epsilon, lower=_LOWER, upper=_UPPER, noise=noise, delta=delta)
     sample = _vmapped_sampler(lambda k, x: io.smooth_sensitivity_median(k, x, **kwargs))
     return AuditableMechanism(
-        name=f"smooth-sensitivity-median-{noise}", sample=sample,
+        name=f"smooth-sensitivity-median[noise={noise}]", sample=sample,
         claim=claim_of(sample, _MEDIAN_PAIRS[0][0]), output_kind="real",
         worst_case_pairs=_MEDIAN_PAIRS, random_dataset=_random_dataset(3), random_neighbour=_swap_neighbour,
         neighbours=neighbours_swap(), audits=("instance_optimal.smooth_sensitivity_median",),
@@ -150,7 +150,7 @@ def vector_entry(epsilon=2.0, norm="l2"):
                               lambda release: release.value[0])
     pairs = ((np.array([0.0, 0.0]), np.array([1.0, 0.0])),)
     return AuditableMechanism(
-        name=f"plm-vector-{norm}", sample=sample, claim=claim_of(sample, pairs[0][0]),
+        name=f"piecewise-laplace-vector[norm={norm}]", sample=sample, claim=claim_of(sample, pairs[0][0]),
         output_kind="real", worst_case_pairs=pairs,
         random_dataset=lambda key: np.asarray(jax.random.uniform(key, (2,), jnp.float64)),
         random_neighbour=lambda key, x: np.asarray(x) + np.array([1.0, 0.0]),
@@ -158,13 +158,14 @@ def vector_entry(epsilon=2.0, norm="l2"):
         description="approximate PLM in R^2 (radial sampler), first coordinate")
 
 
-register("plm-median", statistic_entry, mechanism="piecewise_laplace", statistic="median")
-register("inv-median", statistic_entry, mechanism="inverse_sensitivity", statistic="median")
-register("plm-clipped-mean", statistic_entry, mechanism="piecewise_laplace", statistic="clipped_mean")
-register("inv-clipped-mean", statistic_entry, mechanism="inverse_sensitivity", statistic="clipped_mean")
-register("plm-count", count_entry, mechanism="piecewise_laplace")
-register("inv-count", count_entry, mechanism="inverse_sensitivity")
-register("smooth-sensitivity-median-cauchy", smooth_entry, noise="cauchy")
-register("smooth-sensitivity-median-laplace", smooth_entry, noise="laplace", delta=1e-3)
+register("piecewise-laplace-median", statistic_entry, mechanism="piecewise_laplace", statistic="median")
+register("inverse-sensitivity-median", statistic_entry, mechanism="inverse_sensitivity", statistic="median")
+register("piecewise-laplace-clipped-mean", statistic_entry, mechanism="piecewise_laplace", statistic="clipped_mean")
+register("inverse-sensitivity-clipped-mean", statistic_entry, mechanism="inverse_sensitivity",
+         statistic="clipped_mean")
+register("piecewise-laplace-count", count_entry, mechanism="piecewise_laplace")
+register("inverse-sensitivity-count", count_entry, mechanism="inverse_sensitivity")
+register("smooth-sensitivity-median[noise=cauchy]", smooth_entry)
+register("smooth-sensitivity-median[noise=laplace]", smooth_entry, delta=1e-3)
 register("laplace-median", laplace_median_entry)
-register("plm-vector-l2", vector_entry)
+register("piecewise-laplace-vector[norm=l2]", vector_entry)

@@ -39,7 +39,7 @@ def run_audit(args) -> None:
                 print(f"{name:30s} {audit.get(name).description}")
         return
     if not args.mechanism:
-        raise ValueError("name a mechanism to audit, e.g. `gpuprivacy audit laplace`; `gpuprivacy audit --list` "
+        raise ValueError("name a mechanism to audit, e.g. `gpuprivacy audit laplace-mechanism`; `gpuprivacy audit --list` "
                          "lists them.")
     if args.samples < 1:
         raise ValueError(f"--samples must be >= 1, got {args.samples}.")

@@ -1,4 +1,4 @@
-"""`gpuprivacy estimate --mechanism laplace|gaussian`: a statistic plus calibrated noise.
+"""`gpuprivacy estimate --mechanism laplace-mechanism|gaussian-mechanism`: a statistic plus calibrated noise.
 
 A library statistic (``--statistic``) gets noise calibrated to the sensitivity
 the user declares (``--sensitivity``; not checked, as before). An analyst's
@@ -38,7 +38,7 @@ def add_arguments(group) -> None:
 
 
 def _sensitivity_free_mechanisms() -> str:
-    return ", ".join(f"--mechanism {name}" for name in sorted(set(ANY_ORACLE) - {"laplace", "gaussian"}))
+    return ", ".join(f"--mechanism {name}" for name in sorted(set(ANY_ORACLE) - {"laplace-mechanism", "gaussian-mechanism"}))
 
 
 def _oracle_clamp(args, mechanism, oracle_fn) -> tuple[float, float, float] | None:
@@ -109,8 +109,8 @@ def _require_sensitivity(args, mechanism, clamp):
 def _laplace(key, data, oracle_fn, args):
     from gpuprivacy import mechanisms
 
-    clamp = _oracle_clamp(args, "laplace", oracle_fn)
-    sensitivity = _require_sensitivity(args, "laplace", clamp)
+    clamp = _oracle_clamp(args, "laplace-mechanism", oracle_fn)
+    sensitivity = _require_sensitivity(args, "laplace-mechanism", clamp)
     value = _statistic(data, oracle_fn, clamp)
     release = mechanisms.laplace_mechanism(key, value, epsilon=args.epsilon, sensitivity=sensitivity,
                                            secure=args.secure)
@@ -121,10 +121,10 @@ def _laplace(key, data, oracle_fn, args):
 def _gaussian(key, data, oracle_fn, args):
     from gpuprivacy import mechanisms
 
-    clamp = _oracle_clamp(args, "gaussian", oracle_fn)
-    sensitivity = _require_sensitivity(args, "gaussian", clamp)
+    clamp = _oracle_clamp(args, "gaussian-mechanism", oracle_fn)
+    sensitivity = _require_sensitivity(args, "gaussian-mechanism", clamp)
     if args.delta is None:
-        raise ValueError("--mechanism gaussian needs --delta D in (0, 1), e.g. --delta 1e-6.")
+        raise ValueError("--mechanism gaussian-mechanism needs --delta D in (0, 1), e.g. --delta 1e-6.")
     value = _statistic(data, oracle_fn, clamp)
     release = mechanisms.gaussian_mechanism(key, value, epsilon=args.epsilon, delta=args.delta,
                                             sensitivity=sensitivity, secure=args.secure)
@@ -133,10 +133,10 @@ def _gaussian(key, data, oracle_fn, args):
 
 
 ESTIMATORS = (
-    Estimator("laplace", _laplace, "statistic + Laplace noise with your declared --sensitivity (an analyst's "
+    Estimator("laplace-mechanism", _laplace, "statistic + Laplace noise with your declared --sensitivity (an analyst's "
               "--oracle: clamped to --clamp LO HI, sensitivity HI - LO)", add_arguments,
-              options=("clamp", "sensitivity", "secure")),
-    Estimator("gaussian", _gaussian, "statistic + analytic Gaussian noise (--delta) with your --sensitivity (an "
+              options=("clamp", "sensitivity", "secure"), releases=("laplace_mechanism",)),
+    Estimator("gaussian-mechanism", _gaussian, "statistic + analytic Gaussian noise (--delta) with your --sensitivity (an "
               "analyst's --oracle: --clamp LO HI)", add_arguments,
-              options=("clamp", "delta", "sensitivity", "secure")),
+              options=("clamp", "delta", "sensitivity", "secure"), releases=("gaussian_mechanism",)),
 )

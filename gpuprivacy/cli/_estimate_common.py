@@ -17,7 +17,7 @@ import jax
 import numpy as np
 
 # Mechanisms that take an analyst's --oracle (laplace and gaussian only with --clamp).
-ANY_ORACLE = ("sens-o-matic", "blackbox", "laplace", "gaussian")
+ANY_ORACLE = ("sens-o-matic", "blackbox-estimate", "laplace-mechanism", "gaussian-mechanism")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -34,6 +34,10 @@ class Estimator:
     help: str
     add_arguments: Callable | None = None
     options: tuple[str, ...] = ()  # the option dests (beyond data, statistic, epsilon, seed) that run() reads
+    # The public release functions run() calls, under gpuprivacy.mechanisms (e.g. "wrappers.sens_o_matic"); the
+    # first is the one the name is for (the name is its function name in kebab case, as in the study engine and
+    # the auditor).
+    releases: tuple[str, ...] = ()
 
 
 def guarantee_json(release: Any) -> dict:

@@ -1,8 +1,9 @@
-"""`gpuprivacy estimate --mechanism blackbox`: black-box estimation over covering designs (Steinke & Steinke 2025).
+"""`gpuprivacy estimate --mechanism blackbox-estimate`: black-box estimation over covering designs (Steinke & Steinke
+2025).
 
 Example::
 
-    gpuprivacy estimate --data bikes.csv --column cnt --statistic median --mechanism blackbox \\
+    gpuprivacy estimate --data bikes.csv --column cnt --statistic median --mechanism blackbox-estimate \\
         --epsilon 1 --lower 0 --upper 9000 --resolution 100 --budget 300 --json
 
 The design is chosen before the data is read: ``--design auto`` asks
@@ -74,7 +75,7 @@ def run(key, data, oracle_fn, args) -> dict:
         lower, upper, resolution = 0.0, 1.0, 1.0
     else:
         if args.lower is None or args.upper is None:
-            raise ValueError("--mechanism blackbox needs the public output range: pass --lower L --upper U (and "
+            raise ValueError("--mechanism blackbox-estimate needs the public output range: pass --lower L --upper U (and "
                              "optionally --resolution R); the range must not be read from the data.")
         lower, upper = args.lower, args.upper
         resolution = args.resolution
@@ -108,7 +109,8 @@ def run(key, data, oracle_fn, args) -> dict:
 
 
 ESTIMATORS = (
-    Estimator("blackbox", run, "black-box statistic over a covering design (Steinke & Steinke): --lower/--upper, "
+    Estimator("blackbox-estimate", run, "black-box statistic over a covering design (Steinke & Steinke): --lower/--upper, "
         "--budget or --m, --design", add_arguments,
-              options=("beta", "budget", "delta", "design", "lower", "m", "max_work", "resolution", "rho", "upper", "variant")),
+              options=("beta", "budget", "delta", "design", "lower", "m", "max_work", "resolution", "rho", "upper", "variant"),
+              releases=("blackbox.blackbox_estimate", "blackbox.blackbox_estimate_zcdp", "blackbox.blackbox_binary")),
 )

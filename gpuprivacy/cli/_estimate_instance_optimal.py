@@ -64,9 +64,9 @@ ESTIMATORS = (
     Estimator("piecewise-laplace", _run("piecewise-laplace"),
         "median/quantile/clipped_mean by the piecewise Laplace mechanism (Durfee 2025) on --lower/--upper",
         add_arguments,
-              options=("clip", "lower", "upper")),
+              options=("clip", "lower", "upper"), releases=tuple(f"instance_optimal.piecewise_laplace{s}" for s in ("", "_median", "_quantile", "_clipped_mean"))),
     Estimator("inverse-sensitivity", _run("inverse-sensitivity"),
         "median/quantile/clipped_mean by the inverse sensitivity mechanism on --lower/--upper",
         add_arguments,
-              options=("clip", "lower", "upper")),
+              options=("clip", "lower", "upper"), releases=tuple(f"instance_optimal.inverse_sensitivity{s}" for s in ("", "_median", "_quantile", "_clipped_mean"))),
 )

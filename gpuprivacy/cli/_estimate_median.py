@@ -50,5 +50,6 @@ def run(key, data, oracle_fn, args):
 ESTIMATORS = (
     Estimator("private-median", run, "median by the optimal private median (Tzamos et al. 2020) with "
         "--min-density/--radius/--median-bound", add_arguments,
-              options=("clip", "constant", "lower", "median_bound", "min_density", "radius", "upper")),
+              options=("clip", "constant", "lower", "median_bound", "min_density", "radius", "upper"),
+              releases=("median.private_median",)),
 )

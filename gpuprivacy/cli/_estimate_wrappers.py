@@ -62,5 +62,6 @@ def run(key, data, oracle_fn, args):
 ESTIMATORS = (
     Estimator("sens-o-matic", run, "any statistic by Sens-o-Matic (Linder et al.), no sensitivity needed: "
         "--lower/--upper grid, --grid-points, --beta, --max-depth", add_arguments,
-              options=("beta", "capacity", "grid_points", "lower", "max_depth", "upper")),
+              options=("beta", "capacity", "grid_points", "lower", "max_depth", "upper"),
+              releases=("wrappers.sens_o_matic",)),
 )

@@ -26,6 +26,18 @@ ESTIMATORS: dict[str, Estimator] = {
 }
 
 
+# Older names of ``--mechanism`` that keep working: the one name of a mechanism is its release function's name in
+# kebab case, the same in ``gpuprivacy estimate``, ``gpuprivacy sweep`` and ``gpuprivacy audit``.
+ALIASES = {"laplace": "laplace-mechanism", "gaussian": "gaussian-mechanism", "blackbox": "blackbox-estimate"}
+
+
+def canonical_estimator(name: str) -> str:
+    """``--mechanism NAME`` with an older name resolved (``laplace`` -> ``laplace-mechanism``) and underscores read
+    as hyphens (``private_median``, the Python name, is ``private-median``)."""
+    name = ALIASES.get(name, name)
+    return ALIASES.get(name.replace("_", "-"), name.replace("_", "-"))
+
+
 def register_estimator(name: str, run: Callable, help: str, add_arguments: Callable | None = None) -> None:
     """Makes ``gpuprivacy estimate --mechanism NAME`` call ``run(key, data, oracle_fn, args)``.
 

@@ -79,11 +79,13 @@ def build_parser() -> argparse.ArgumentParser:
     what.add_argument("--statistic", choices=sorted(ORACLES), help="library oracle")
     what.add_argument("--oracle", type=_oracle_spec, metavar="FILE.py:NAME",
                       help="an analyst's (untrusted) oracle f(rows, valid) in FILE.py; it is traced only in the "
-                           "sandbox process, never imported here (sens-o-matic, blackbox; laplace and gaussian "
-                           "with --clamp LO HI)")
+                           "sandbox process, never imported here (sens-o-matic, blackbox-estimate; laplace-mechanism "
+                           "and gaussian-mechanism with --clamp LO HI)")
     est.add_argument("--param", action="append", type=_param, default=[], metavar="NAME=VALUE",
                      help="statistic parameter, e.g. --param q=0.9 (repeatable)")
-    est.add_argument("--mechanism", required=True, choices=sorted(ESTIMATORS),
+    from gpuprivacy.cli._estimators import canonical_estimator
+
+    est.add_argument("--mechanism", required=True, choices=sorted(ESTIMATORS), type=canonical_estimator,
                      help="; ".join(f"{e.name}: {e.help}" for e in ESTIMATORS.values()))
     est.add_argument("--epsilon", required=True, type=finite_float("--epsilon", positive=True))
     est.add_argument("--delta", type=_delta)
@@ -97,10 +99,10 @@ def build_parser() -> argparse.ArgumentParser:
     # Options several estimators share, defined once (each estimator says what they mean for it).
     shared = est.add_argument_group("public range and accuracy (mechanisms that need them)")
     shared.add_argument("--lower", type=finite_float("--lower"),
-                        help="public lower end: of the output grid (sens-o-matic, blackbox) "
+                        help="public lower end: of the output grid (sens-o-matic, blackbox-estimate) "
                         "or of the data domain (piecewise-laplace, inverse-sensitivity)")
     shared.add_argument("--upper", type=finite_float("--upper"), help="public upper end (see --lower)")
-    shared.add_argument("--beta", type=float, help="accuracy failure probability (sens-o-matic, blackbox; "
+    shared.add_argument("--beta", type=float, help="accuracy failure probability (sens-o-matic, blackbox-estimate; "
                         "default 0.05)")
     users: dict = {}  # an estimator family may share one add_arguments (e.g. piecewise-laplace, inverse-sensitivity)
     for estimator in ESTIMATORS.values():
@@ -279,7 +281,7 @@ def cmd_estimate(args) -> None:
         if args.mechanism not in ANY_ORACLE:
             raise ValueError(f"--mechanism {args.mechanism} releases a named statistic from its closed-form local "
                              f"bounds; pass --statistic. An analyst's --oracle works with "
-                             f"{', '.join(sorted(ANY_ORACLE))} (laplace and gaussian with --clamp LO HI).")
+                             f"{', '.join(sorted(ANY_ORACLE))} (laplace-mechanism and gaussian-mechanism with --clamp LO HI).")
         if args.param:
             raise ValueError("--param sets a library statistic's parameters; an --oracle file takes none.")
         from gpuprivacy.oracle import untrusted

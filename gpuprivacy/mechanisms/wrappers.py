@@ -39,12 +39,12 @@ from gpuprivacy.mechanisms._wrappers._bounded_range import small_diameter_tau as
 from gpuprivacy.mechanisms._wrappers._common import NONRESPONSE as NONRESPONSE
 from gpuprivacy.mechanisms._wrappers._common import round_to_grid as round_to_grid
 from gpuprivacy.mechanisms._wrappers._common import sanitise_real as sanitise_real
-from gpuprivacy.mechanisms._wrappers._shifted_inverse import SensOMaticInfo as SensOMaticInfo
+from gpuprivacy.mechanisms._wrappers._sens_o_matic import SensOMaticInfo as SensOMaticInfo
+from gpuprivacy.mechanisms._wrappers._sens_o_matic import sens_o_matic as sens_o_matic
+from gpuprivacy.mechanisms._wrappers._sens_o_matic import sens_o_matic_cap_delta as sens_o_matic_cap_delta
+from gpuprivacy.mechanisms._wrappers._sens_o_matic import sens_o_matic_depths as sens_o_matic_depths
+from gpuprivacy.mechanisms._wrappers._sens_o_matic import sens_o_matic_guarantee as sens_o_matic_guarantee
 from gpuprivacy.mechanisms._wrappers._shifted_inverse import ShiftedInverseInfo as ShiftedInverseInfo
-from gpuprivacy.mechanisms._wrappers._shifted_inverse import sens_o_matic as sens_o_matic
-from gpuprivacy.mechanisms._wrappers._shifted_inverse import sens_o_matic_cap_delta as sens_o_matic_cap_delta
-from gpuprivacy.mechanisms._wrappers._shifted_inverse import sens_o_matic_depths as sens_o_matic_depths
-from gpuprivacy.mechanisms._wrappers._shifted_inverse import sens_o_matic_guarantee as sens_o_matic_guarantee
 from gpuprivacy.mechanisms._wrappers._shifted_inverse import shifted_inverse as shifted_inverse
 from gpuprivacy.mechanisms._wrappers._shifted_inverse import shifted_inverse_depth as shifted_inverse_depth
 from gpuprivacy.mechanisms._wrappers._shifted_inverse import shifted_inverse_guarantee as shifted_inverse_guarantee

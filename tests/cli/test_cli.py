@@ -127,7 +127,7 @@ def test_a_bad_public_range_is_named(csv_file, capsys, lower, upper, match):
     ("laplace", ["--sensitivity", "1", "--delta", "1e-6", "--max-depth", "3"], "does not use --delta, --max-depth"),
     ("piecewise-laplace", ["--lower", "0", "--upper", "30", "--sensitivity", "5"], "does not use --sensitivity"),
     ("piecewise-laplace", ["--lower", "0", "--upper", "30", "--secure"],
-     "secure .*release path exists for: gaussian, laplace"),
+     "secure .*release path exists for: gaussian-mechanism, laplace-mechanism"),
     ("sens-o-matic", ["--lower", "0", "--upper", "30", "--secure"], "does not use --secure"),
 ])
 def test_options_a_mechanism_does_not_use_are_refused(csv_file, capsys, mechanism, extra, match):

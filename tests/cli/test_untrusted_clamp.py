@@ -129,7 +129,7 @@ def test_without_a_clamp_an_oracle_is_refused_through_a_real_process(files, mech
     assert "Traceback" not in proc.stderr
     assert f"--mechanism {mechanism} with an analyst's --oracle needs a public clamp interval: pass --clamp LO HI" \
         in proc.stderr
-    assert "--mechanism blackbox, --mechanism sens-o-matic" in proc.stderr
+    assert "--mechanism blackbox-estimate, --mechanism sens-o-matic" in proc.stderr
     if "--sensitivity" in extra:
         assert "instead of --sensitivity" in proc.stderr
 
@@ -169,7 +169,7 @@ def test_other_mechanisms_do_not_take_a_clamp(files, capsys):
                                "--mechanism", "blackbox", "--epsilon", "1", "--lower", "0", "--upper", "1", "--clamp",
                                "0", "1")
     assert code == 2
-    assert "--mechanism blackbox does not use --clamp" in captured.err
+    assert "--mechanism blackbox-estimate does not use --clamp" in captured.err
 
 
 def test_a_library_statistic_keeps_its_declared_sensitivity(files, capsys):

@@ -119,10 +119,10 @@ def test_sens_o_matic_refuses_a_release_whose_guarantee_cannot_be_stated(key, mo
     # Before: the release drew noise and returned while sens_o_matic_guarantee raised "delta >= 1".
     from gpuprivacy import oracle
     from gpuprivacy.mechanisms import wrappers
-    from gpuprivacy.mechanisms._wrappers import _shifted_inverse
+    from gpuprivacy.mechanisms._wrappers import _sens_o_matic
 
     drawn = []
-    monkeypatch.setattr(_shifted_inverse, "_som_depth", lambda *a, **k: drawn.append(1))
+    monkeypatch.setattr(_sens_o_matic, "_som_depth", lambda *a, **k: drawn.append(1))
     params = dict(epsilon=1.0, beta=0.5, max_depth=1)
     with pytest.raises(ValueError, match="delta"):
         wrappers.sens_o_matic_guarantee(grid_size=5, **params)

@@ -12,7 +12,7 @@ import pytest
 
 from gpuprivacy import oracle, subsets
 from gpuprivacy.mechanisms import wrappers
-from gpuprivacy.mechanisms._wrappers import _baselines, _bounded_range, _common, _shifted_inverse, _subset_extension
+from gpuprivacy.mechanisms._wrappers import _baselines, _bounded_range, _common, _sens_o_matic, _subset_extension
 from gpuprivacy.oracle import _levels
 from gpuprivacy.subsets import _powerset
 
@@ -84,7 +84,7 @@ def _programs():
     i32 = jax.ShapeDtypeStruct((1 << n,), jnp.int32)
     key = jax.random.key(0)
     depth = jnp.asarray(3, jnp.int64)
-    kernel, som_args = _cache_kernel(_shifted_inverse._som_release, i32, key, depth, lam_s=73, grid_size=101,
+    kernel, som_args = _cache_kernel(_sens_o_matic._som_release, i32, key, depth, lam_s=73, grid_size=101,
                                      epsilon=1.0, max_depth=None)
     se, se_args = _cache_kernel(_subset_extension._se_kernel, f64, key, depth, tau=3, eps0=0.3, q=20)
     tahoe, tahoe_args = _cache_kernel(_subset_extension._tahoe_kernel, f64, key, key, tau=3.0, eps0=0.3)
