@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from gpuprivacy._lru import LRUCache
-from gpuprivacy.audit import _core as audit_core
+from gpuprivacy.audit import _streams as audit_streams
 from gpuprivacy.audit import _registry as audit_registry
 from gpuprivacy.oracle import _sandbox
 from gpuprivacy.sweeps import _trials
@@ -16,7 +16,7 @@ CACHES = {
     "sweeps._trials._PROGRAMS": (_trials._PROGRAMS, _trials.MAX_PROGRAMS),
     "sweeps._trials._TRACEABLE": (_trials._TRACEABLE, 1024),
     "audit._registry._BUILT": (audit_registry._BUILT, 64),
-    "audit._core._OUTPUT_SPECS": (audit_core._OUTPUT_SPECS, 256),
+    "audit._streams._OUTPUT_SPECS": (audit_streams._OUTPUT_SPECS, 256),
     "oracle._sandbox._CACHE": (_sandbox._CACHE, 64),
 }
 

@@ -7,11 +7,11 @@ from gpuprivacy.audit import _covering  # noqa: F401  (black-box estimation over
 from gpuprivacy.audit import _median  # noqa: F401  (private median)
 from gpuprivacy.audit import _gaussian_selection  # noqa: F401  (Gaussian selection mechanisms, Lebensold et al. 2024)
 from gpuprivacy.audit._confidence import clopper_pearson as clopper_pearson
-from gpuprivacy.audit._core import AuditableMechanism as AuditableMechanism
-from gpuprivacy.audit._core import SAMPLES_PER_CALL as SAMPLES_PER_CALL
-from gpuprivacy.audit._core import AuditResult as AuditResult
 from gpuprivacy.audit._core import audit as audit
-from gpuprivacy.audit._core import claimed_epsilon_at as claimed_epsilon_at
+from gpuprivacy.audit._mechanism import AuditableMechanism as AuditableMechanism
+from gpuprivacy.audit._result import AuditResult as AuditResult
+from gpuprivacy.audit._result import claimed_epsilon_at as claimed_epsilon_at
+from gpuprivacy.audit._streams import SAMPLES_PER_CALL as SAMPLES_PER_CALL
 from gpuprivacy.audit._registry import canonical_name as canonical_name
 from gpuprivacy.audit._registry import default_params as default_params
 from gpuprivacy.audit._registry import get as get

@@ -30,7 +30,7 @@ import numpy as np
 
 from gpuprivacy._checks import caller_checks_data, data_checked_by_caller, is_tracer
 from gpuprivacy import mechanisms
-from gpuprivacy.audit._core import AuditableMechanism, neighbours_within
+from gpuprivacy.audit._mechanism import AuditableMechanism, neighbours_within
 from gpuprivacy.audit._registry import register
 
 

@@ -32,7 +32,7 @@ import numpy as np
 
 from gpuprivacy import designs, oracle
 from gpuprivacy.audit._classic import ReleaseSampler, claim_of
-from gpuprivacy.audit._core import neighbours_empty_slot, AuditableMechanism
+from gpuprivacy.audit._mechanism import AuditableMechanism, neighbours_empty_slot
 from gpuprivacy.audit._registry import register
 from gpuprivacy.designs import required_t, zcdp_search_parameters
 from gpuprivacy.mechanisms import blackbox

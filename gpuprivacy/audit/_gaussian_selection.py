@@ -36,7 +36,7 @@ import numpy as np
 
 from gpuprivacy import mechanisms
 from gpuprivacy.audit._classic import _random_scores, _selection_pairs, _vmapped_sampler, claim_of
-from gpuprivacy.audit._core import AuditableMechanism, neighbours_within
+from gpuprivacy.audit._mechanism import AuditableMechanism, neighbours_within
 from gpuprivacy.audit._registry import register
 
 

@@ -29,7 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from gpuprivacy.audit._classic import _vmapped_sampler, claim_of
-from gpuprivacy.audit._core import neighbours_swap, neighbours_within, AuditableMechanism
+from gpuprivacy.audit._mechanism import AuditableMechanism, neighbours_swap, neighbours_within
 from gpuprivacy.audit._registry import register
 from gpuprivacy.mechanisms import instance_optimal as io
 
@@ -95,7 +95,8 @@ def statistic_entry(mechanism="piecewise_laplace", statistic="median", epsilon=2
         pairs, size = _MEDIAN_PAIRS, 3
     sample = _vmapped_sampler(release)
     return AuditableMechanism(
-        name=f"{prefix.replace('_', '-')}-{statistic.replace('_', '-')}{'-bounds' if via_bounds else ''}", sample=sample,
+        name=f"{prefix.replace('_', '-')}-{statistic.replace('_', '-')}{'-bounds' if via_bounds else ''}",
+        sample=sample,
         claim=claim_of(sample, pairs[0][0]), output_kind="real", worst_case_pairs=pairs,
         random_dataset=_random_dataset(size), random_neighbour=_swap_neighbour, neighbours=neighbours_swap(),
         audits=audits,

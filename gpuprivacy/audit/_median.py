@@ -22,7 +22,7 @@ import jax
 import numpy as np
 
 from gpuprivacy.audit._classic import _vmapped_sampler, claim_of
-from gpuprivacy.audit._core import neighbours_swap, AuditableMechanism
+from gpuprivacy.audit._mechanism import AuditableMechanism, neighbours_swap
 from gpuprivacy.audit._registry import register
 from gpuprivacy.mechanisms import median
 

@@ -8,97 +8,17 @@ controls are registered by the tests only, never by the package.
 
 from __future__ import annotations
 
-import difflib
 from typing import Callable
 
 from gpuprivacy._lru import LRUCache
-from gpuprivacy.audit._core import AuditableMechanism
+from gpuprivacy._names import OLDER_NAMES, current_name, did_you_mean, format_name, format_value, parse_name
+from gpuprivacy.audit._mechanism import AuditableMechanism
 
 _ENTRIES: dict[str, Callable[..., AuditableMechanism]] = {}
 _DEFAULTS: dict[str, dict] = {}
 # Built mechanisms hold their compiled samplers: the 64 most recently used are kept.
 _BUILT: LRUCache = LRUCache(64)
-# One name per mechanism across the auditor, the study engine and the CLI: the public release function's
-# name in kebab case (``laplace-mechanism`` for :func:`gpuprivacy.mechanisms.laplace_mechanism`), and, where
-# the auditor checks more than one configuration of it, the parameters that make each one in brackets
-# (``gaussian-mechanism[calibration=classic]``). The older names keep working as aliases (a registry name is
-# part of the CLI: ``gpuprivacy audit NAME``).
-_ALIASES = {
-    "laplace": "laplace-mechanism",
-    "laplace-secure": "laplace-mechanism[secure=true]",
-    "gaussian-analytic": "gaussian-mechanism[calibration=analytic]",
-    "gaussian-classic": "gaussian-mechanism[calibration=classic]",
-    "gaussian-zcdp": "gaussian-mechanism-zcdp",
-    "report-noisy-max-exponential": "report-noisy-max[noise=exponential]",
-    "report-noisy-max-gumbel": "report-noisy-max[noise=gumbel]",
-    "report-noisy-max-laplace": "report-noisy-max[noise=laplace]",
-    "laplace-report-noisy-max-standard": "laplace-report-noisy-max[calibration=standard]",
-    "laplace-report-noisy-max-post-processing": "laplace-report-noisy-max[calibration=post_processing]",
-    "plm-median": "piecewise-laplace-median",
-    "inv-median": "inverse-sensitivity-median",
-    "plm-clipped-mean": "piecewise-laplace-clipped-mean",
-    "inv-clipped-mean": "inverse-sensitivity-clipped-mean",
-    "plm-count": "piecewise-laplace-count",
-    "inv-count": "inverse-sensitivity-count",
-    "plm-vector-l2": "piecewise-laplace-vector[norm=l2]",
-    "smooth-sensitivity-median-cauchy": "smooth-sensitivity-median[noise=cauchy]",
-    "smooth-sensitivity-median-laplace": "smooth-sensitivity-median[noise=laplace]",
-    "seed001-smooth-median-cauchy": "smooth-sensitivity-median[noise=cauchy]",
-    "seed001-smooth-median-laplace": "smooth-sensitivity-median[noise=laplace]",
-    "seed001-laplace-median": "laplace-median",
-}
-
-
-def _parse_value(text: str):
-    if text in ("true", "false"):
-        return text == "true"
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            pass
-    return text
-
-
-def _format_value(value) -> str:
-    return ("true" if value else "false") if isinstance(value, bool) else str(value)
-
-
-def parse_name(name: str) -> tuple[str, dict]:
-    """``"gaussian-mechanism[calibration=classic]"`` -> ``("gaussian-mechanism", {"calibration": "classic"})``.
-
-    The first part is the mechanism's one name (its release function's name in kebab case, the name the study
-    engine and the CLI use); the bracket, if any, names the parameters that make this configuration of it
-    (``true``/``false`` are booleans, numbers are numbers, anything else a string).
-    """
-    if not isinstance(name, str):
-        raise TypeError(f"a mechanism name is a string, got {name!r} ({type(name).__name__}).")
-    base, bracket, rest = name.partition("[")
-    if not bracket:
-        return name, {}
-    if not rest.endswith("]") or not base:
-        raise ValueError(f"a mechanism name with parameters reads NAME[KEY=VALUE,...], got {name!r}; for example "
-                         "'gaussian-mechanism[calibration=classic]'.")
-    params = {}
-    for item in filter(None, rest[:-1].split(",")):
-        key, equals, value = item.partition("=")
-        if not equals or not key.strip():
-            raise ValueError(f"in the mechanism name {name!r}, {item!r} is not KEY=VALUE; for example "
-                             "'gaussian-mechanism[calibration=classic]'.")
-        params[key.strip()] = _parse_value(value.strip())
-    return base, params
-
-
-def _format_name(base: str, params: dict) -> str:
-    if not params:
-        return base
-    return base + "[" + ",".join(f"{k}={_format_value(v)}" for k, v in sorted(params.items())) + "]"
-
-
-def _canonical(name: str) -> str:
-    name = _ALIASES.get(name, name)
-    base, params = parse_name(name)
-    return _format_name(base, params)  # parameters in one order, whatever order they were written in
+# Older names that still work (a registry name is part of the CLI: ``gpuprivacy audit NAME``); see gpuprivacy/_names.py.
 
 
 def canonical_name(name: str) -> str:
@@ -106,7 +26,7 @@ def canonical_name(name: str) -> str:
 
     Raises ``ValueError`` naming the registered configurations when ``name`` is none of them.
     """
-    canonical = _canonical(name)
+    canonical = current_name(name)
     if canonical in _ENTRIES:
         return canonical
     base = parse_name(canonical)[0]
@@ -114,8 +34,7 @@ def canonical_name(name: str) -> str:
     if variants:
         raise ValueError(f"the auditor checks {base!r} in {len(variants)} configurations; name one: "
                          f"{', '.join(sorted(variants))}.")
-    close = difflib.get_close_matches(name, sorted(set(_ENTRIES) | set(_ALIASES)), n=3)
-    hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+    hint = did_you_mean(name, sorted(set(_ENTRIES) | set(OLDER_NAMES)))
     raise ValueError(f"no mechanism named {name!r} is registered with the auditor.{hint} Choose one of "
                      f"{registered()} (`gpuprivacy audit --list`).")
 
@@ -129,7 +48,7 @@ def register(name: str, factory: Callable[..., AuditableMechanism], **default_pa
     the registry tests when none are given.
     """
     base, fixed = parse_name(name)
-    name = _format_name(base, fixed)
+    name = format_name(base, fixed)
     if name in _ENTRIES:
         raise ValueError(f"a mechanism named {name!r} is already registered with the auditor.")
     _ENTRIES[name] = factory
@@ -138,7 +57,7 @@ def register(name: str, factory: Callable[..., AuditableMechanism], **default_pa
 
 def unregister(name: str) -> None:
     """Removes an entry (for tests that register temporary positive controls)."""
-    name = _canonical(name)
+    name = current_name(name)
     _ENTRIES.pop(name, None)
     _DEFAULTS.pop(name, None)
     for cache_key in [k for k in _BUILT if k[0] == name]:
@@ -156,7 +75,7 @@ def get(name: str, **params) -> AuditableMechanism:
     fixed = parse_name(name)[1]
     for k, v in params.items():
         if k in fixed and v != fixed[k]:
-            raise ValueError(f"{name!r} is the configuration {k}={_format_value(fixed[k])}; got {k}={v!r}. Name "
+            raise ValueError(f"{name!r} is the configuration {k}={format_value(fixed[k])}; got {k}={v!r}. Name "
                              f"the configuration you want instead (`gpuprivacy audit --list`).")
     merged = {**_DEFAULTS[name], **params}
     try:

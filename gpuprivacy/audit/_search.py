@@ -7,7 +7,9 @@ from typing import NamedTuple
 import jax
 
 from gpuprivacy._checks import check_int, check_key
-from gpuprivacy.audit._core import AuditableMechanism, AuditResult, audit
+from gpuprivacy.audit._core import audit
+from gpuprivacy.audit._mechanism import AuditableMechanism
+from gpuprivacy.audit._result import AuditResult
 
 
 class NeighbourSearchResult(NamedTuple):

@@ -27,7 +27,8 @@ import numpy as np
 
 from gpuprivacy import mechanisms
 from gpuprivacy.audit._classic import ReleaseSampler, claim_of
-from gpuprivacy.audit._core import neighbours_add_remove, SAMPLES_PER_CALL, AuditableMechanism
+from gpuprivacy.audit._mechanism import AuditableMechanism, neighbours_add_remove
+from gpuprivacy.audit._streams import SAMPLES_PER_CALL
 from gpuprivacy.audit._registry import register
 from gpuprivacy.mechanisms import wrappers
 from gpuprivacy.oracle import count, trusted

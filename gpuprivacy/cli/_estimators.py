@@ -15,6 +15,7 @@ from gpuprivacy.cli import _estimate_covering
 from gpuprivacy.cli import _estimate_instance_optimal
 from gpuprivacy.cli import _estimate_median
 from gpuprivacy.cli import _estimate_wrappers
+from gpuprivacy._names import OLDER_NAMES
 from gpuprivacy.cli._estimate_common import Estimator
 from gpuprivacy.cli._estimate_common import make_key as make_key
 
@@ -26,16 +27,14 @@ ESTIMATORS: dict[str, Estimator] = {
 }
 
 
-# Older names of ``--mechanism`` that keep working: the one name of a mechanism is its release function's name in
-# kebab case, the same in ``gpuprivacy estimate``, ``gpuprivacy sweep`` and ``gpuprivacy audit``.
-ALIASES = {"laplace": "laplace-mechanism", "gaussian": "gaussian-mechanism", "blackbox": "blackbox-estimate"}
-
-
 def canonical_estimator(name: str) -> str:
-    """``--mechanism NAME`` with an older name resolved (``laplace`` -> ``laplace-mechanism``) and underscores read
-    as hyphens (``private_median``, the Python name, is ``private-median``)."""
-    name = ALIASES.get(name, name)
-    return ALIASES.get(name.replace("_", "-"), name.replace("_", "-"))
+    """``--mechanism NAME`` with an older name resolved (``laplace`` -> ``laplace-mechanism``, gpuprivacy/_names.py)
+    and underscores read as hyphens (``private_median``, the Python name, is ``private-median``)."""
+    for candidate in (name, name.replace("_", "-")):
+        older = OLDER_NAMES.get(candidate)
+        if older is not None and "[" not in older:  # a configuration is the auditor's, not an estimator
+            return older
+    return name.replace("_", "-") if name.replace("_", "-") in ESTIMATORS else name
 
 
 def register_estimator(name: str, run: Callable, help: str, add_arguments: Callable | None = None) -> None:

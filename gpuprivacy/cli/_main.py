@@ -405,6 +405,9 @@ def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     handler = getattr(args, "handler", None) or HANDLERS[args.command]
+    from gpuprivacy.cli._compilation_cache import enable_compilation_cache
+
+    enable_compilation_cache()  # a rerun reads its programs back (gpuprivacy/cli/_compilation_cache.py)
     try:
         with exit_on_interrupt(args.command):  # before any computation starts JAX's threads
             handler(args)

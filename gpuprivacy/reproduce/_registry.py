@@ -66,6 +66,9 @@ def register_study(name: str, fn: StudyFn, description: str, *, aliases: tuple[s
     for alias in aliases:
         if not isinstance(alias, str) or not _NAME.match(alias) or alias == "all":
             raise ValueError(f"study alias must match {_NAME.pattern} and not be 'all', got {alias!r}.")
+        if alias == name:
+            raise ValueError(f"study {name!r} lists its own name as an alias; an alias is another name for it "
+                             "(e.g. an older one). Remove it from aliases.")
         taken = alias in _STUDIES or _ALIASES.get(alias, name) != name
         if taken and not replace:
             raise ValueError(f"the alias {alias!r} of study {name!r} is already a study name or another study's "

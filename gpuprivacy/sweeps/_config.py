@@ -31,6 +31,7 @@ import tomllib
 from typing import Any, Mapping, NamedTuple
 
 from gpuprivacy._checks import check_int
+from gpuprivacy._names import did_you_mean
 from gpuprivacy.sweeps import _registry
 
 _TOP_LEVEL = ("name", "description", "seed", "trials", "mechanism", "dataset", "metrics", "coverage_radius", "exact")
@@ -167,9 +168,13 @@ def _expand_table(source: str, where: str, table: dict, kind: str) -> list[tuple
     out = []
     for name in names:
         entry = get(name) if isinstance(name, str) else None
+        if entry is None and isinstance(name, str) and get(name.replace("_", "-")) is not None:
+            name = name.replace("_", "-")  # the Python name of a mechanism (private_median) is its config name
+            entry = get(name)
         if entry is None:
-            raise SweepConfigError(f"{source}: unknown {kind} {name!r} in key 'name' of {where}. Known {kind}s: "
-                                   f"{', '.join(known()) or 'none'} (register new ones with {register}).")
+            hint = did_you_mean(name, known())
+            raise SweepConfigError(f"{source}: unknown {kind} {name!r} in key 'name' of {where}.{hint} Known "
+                                   f"{kind}s: {', '.join(known()) or 'none'} (register new ones with {register}).")
         axes: dict[str, list] = {}
         given = {k: v for k, v in table.items() if k != "name"}
         if entry.parameters is None:
@@ -178,9 +183,10 @@ def _expand_table(source: str, where: str, table: dict, kind: str) -> list[tuple
         else:
             for key in given:
                 if key not in entry.parameters:
+                    hint = did_you_mean(key, list(entry.parameters))
                     raise SweepConfigError(
-                        f"{source}: key {key!r} of {where} is not a parameter of {kind} {name!r}. Its parameters "
-                        f"are: {_describe_parameters(entry.parameters)}. Remove or rename the key.")
+                        f"{source}: key {key!r} of {where} is not a parameter of {kind} {name!r}.{hint} Its "
+                        f"parameters are: {_describe_parameters(entry.parameters)}. Remove or rename the key.")
             # Grid axes in the config's key order, then the defaulted parameters.
             order = list(given) + [p for p in entry.parameters if p not in given]
             for pname in order:
@@ -243,7 +249,8 @@ def _check_options(source: str, raw: dict) -> dict:
         names = raw["metrics"] if isinstance(raw["metrics"], list) else [raw["metrics"]]
         for name in names:
             if not isinstance(name, str) or user_metric(name) is None:
-                raise SweepConfigError(f"{source}: key 'metrics' names {name!r}, which is not a registered metric. "
+                hint = did_you_mean(name, list_metrics())
+                raise SweepConfigError(f"{source}: key 'metrics' names {name!r}, which is not a registered metric.{hint} "
                                        f"Registered user metrics: {sorted(set(list_metrics()) - set(_builtin()))} "
                                        "(built-in metrics are always computed; add yours with "
                                        "gpuprivacy.sweeps.register_metric).")

@@ -287,12 +287,39 @@ def signature_parameters(fn: Callable, *, skip: frozenset = frozenset()) -> dict
         default = REQUIRED if p.default is inspect.Parameter.empty else p.default
         if default is None:
             check = _allow_none(check)
-        example = f"{pname} = {default!r}" if default not in (REQUIRED, None) else f"{pname} = ..."
+        example = _example(pname, p.annotation, default)
         if isinstance(default, float) and not math.isfinite(default):
             default = UNSET  # JSON cannot hold it: left out of the cell, the function's default applies
-        out[pname] = SweepParameter(check, default=default, example=example.replace("True", "true")
-                                    .replace("False", "false").replace("'", '"'))
+        out[pname] = SweepParameter(check, default=default, example=example)
     return out
+
+
+# A value to show in "for example" hints for parameters that have no default (or a None default), by name where
+# the name says what a sensible value is, else by type: a message never ends in a placeholder.
+_EXAMPLE_VALUES = {"epsilon": 1.0, "delta": 1e-6, "rho": 0.5, "beta": 0.05, "sensitivity": 1.0, "lower": 0.0,
+                   "upper": 1.0, "threshold": 0.5, "quantile": 0.5, "oracle": "median", "statistic": "median",
+                   "noise": "gumbel", "calibration": "analytic", "norm": "l2", "design": "auto"}
+_EXAMPLE_BY_TYPE = {"float": 1.0, "int": 10, "bool": True, "str": "median"}
+
+
+def _toml(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return '"' + value + '"'
+    return repr(value)
+
+
+def _example(pname: str, annotation, default) -> str:
+    """``pname = VALUE`` in TOML: the default where there is one, else a typical value of the parameter."""
+    if default not in (REQUIRED, None):  # (TOML writes infinities as inf and -inf, as repr does)
+        return f"{pname} = {_toml(default)}"
+    text = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", str(annotation))
+    base = text.replace(" ", "").replace("|None", "").replace("Optional[", "").rstrip("]")
+    value = _EXAMPLE_VALUES.get(pname, _EXAMPLE_BY_TYPE.get(base, 1.0))
+    if base == "int" and not isinstance(value, int):
+        value = _EXAMPLE_BY_TYPE["int"]
+    return f"{pname} = {_toml(value)}"
 
 
 def _allow_none(check):

@@ -28,7 +28,7 @@ def main():
     import jax
     import jax.numpy as jnp
     from gpuprivacy import PureDP, audit
-    from gpuprivacy.audit import _core as engine
+    from gpuprivacy.audit import _streams as engine
     from tests.audit._controls import svt_control
 
     @jax.jit

@@ -19,7 +19,7 @@ from jax.sharding import Mesh
 from scipy import stats
 
 from gpuprivacy import PureDP, audit
-from gpuprivacy.audit import _core as engine  # white-box knobs, as tests/oracle/test_engine_scale.py does
+from gpuprivacy.audit import _streams as engine  # white-box knobs, as tests/oracle/test_engine_scale.py does
 from tests.audit._controls import svt_control
 
 HERE = Path(__file__).parent

@@ -1,0 +1,147 @@
+"""XLA compile time of every sweepable mechanism's programs on this machine (issue 30: <= 0.5 s each on CPU).
+
+For each mechanism of the study engine that runs batched (``batched=True``), with the parameters and data of
+``bench_sweepables.py`` (one valid parameter set per mechanism), it compiles, after ``jax.clear_caches()`` and
+with the persistent compilation cache off:
+
+* ``single``: one release, ``jax.jit(release)(key, x)`` on one dataset of ``n`` rows (what a user's loop or a
+  notebook compiles);
+* ``batched``: ``mechanisms.run_trials(release, key, T, data, batched_args=True)`` under ``jax.jit`` (the
+  program a sweep cell compiles).
+
+Each figure is the XLA backend compile time (``/jax/core/compile/backend_compile_duration``, summed over the
+programs the first call compiles, with their count), beside tracing and lowering. The baseline, compiled in
+the same run, is the floor of XLA:CPU: a program of one ``jax.random.uniform`` draw and a sort of ``n``
+values. The ratio column is compile time / the 0.5 s target (<= 1 meets it).
+
+    python experiments/bench_compile.py --quick          # n = 200, T = 64
+    python experiments/bench_compile.py                  # n = 1000, T = 1000
+    python experiments/bench_compile.py --only piecewise-laplace-median private-median --json
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import datetime
+import inspect
+import json
+import pathlib
+import platform
+import sys
+import time
+
+import jax
+import jax.numpy as jnp
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from _timing import load_average  # noqa: E402
+from bench_sweepables import FIXED_N, MIN_N, PARAMS, trial_data  # noqa: E402
+
+from gpuprivacy import mechanisms  # noqa: E402
+# The sweepables' release functions have no public accessor; this client reads the engine's table, as
+# bench_sweepables.py does.
+from gpuprivacy.sweeps._mechanisms import builtin_sweepables  # noqa: E402
+
+TARGET_S = 0.5
+MODES = {"quick": {"n": 200, "trials": 64}, "default": {"n": 1000, "trials": 1000}}
+
+_EVENTS = collections.defaultdict(lambda: [0.0, 0])
+
+
+def _listener(event, duration, **kwargs):
+    if event.startswith("/jax/core/compile/"):
+        _EVENTS[event.rsplit("/", 1)[-1]][0] += duration
+        _EVENTS[event.rsplit("/", 1)[-1]][1] += 1
+
+
+jax.monitoring.register_event_duration_secs_listener(_listener)
+
+
+def compiled(fn, *args) -> dict:
+    """The compile events of the first call of ``fn(*args)`` (cold: in-memory caches cleared)."""
+    jax.clear_caches()
+    _EVENTS.clear()
+    start = time.perf_counter()
+    jax.block_until_ready(fn(*args))
+    wall = time.perf_counter() - start
+    backend = _EVENTS["backend_compile_duration"]
+    return {"compile_s": backend[0], "programs": backend[1],
+            "trace_s": _EVENTS["jaxpr_trace_duration"][0], "lower_s": _EVENTS["jaxpr_to_mlir_module_duration"][0],
+            "first_call_s": wall}
+
+
+def floor_program(n: int) -> dict:
+    fn = jax.jit(lambda key: jnp.sort(jax.random.uniform(key, (n,), jnp.float64)))
+    return compiled(fn, jax.random.key(0))
+
+
+def measure(name, mech, *, n, trials) -> dict:
+    n = max(FIXED_N.get(name, n), MIN_N.get(name, 0))
+    params = dict(PARAMS[name])
+    if "clip" in inspect.signature(mech.release).parameters:
+        params.setdefault("clip", True)  # traced data need clip=True
+    key = jax.random.key(1)
+    data = trial_data(jax.random.key(2), mech.target, trials, n)
+    row = {"mechanism": name, "n": n, "trials": trials}
+    try:
+        single = jax.jit(lambda k, x: mech.release(k, x, **params).value)
+        row["single"] = compiled(single, key, data[0])
+    except Exception as exc:  # a mechanism whose single release does not trace (host-routed)
+        row["single"] = {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:120]}"}
+    try:
+        batched = jax.jit(lambda k, x: mechanisms.run_trials(mech.release, k, trials, x, batched_args=True,
+                                                             **params).value)
+        row["batched"] = compiled(batched, key, data)
+    except Exception as exc:
+        row["batched"] = {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:120]}"}
+    return row
+
+
+def _cell(part: dict) -> str:
+    if "error" in part:
+        return f"{'error':>8s} {'':>4s} {'':>7s}"
+    return f"{part['compile_s']:8.2f} {part['programs']:4d} {part['compile_s'] / TARGET_S:7.2f}"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--only", nargs="+", help="mechanism names (default: every batched sweepable)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    args = parser.parse_args(argv)
+    jax.config.update("jax_enable_compilation_cache", False)
+    mode = MODES["quick" if args.quick else "default"]
+    table = builtin_sweepables()
+    names = args.only or sorted(name for name, mech in table.items() if mech.batched)
+    unknown = [name for name in names if name not in table]
+    if unknown:
+        print(f"unknown mechanism(s) {unknown}; choose from {sorted(table)}", file=sys.stderr)
+        return 2
+    floor = floor_program(mode["n"])
+    rows = []
+    if not args.json:
+        print(f"baseline (XLA:CPU floor: uniform draw + sort of n = {mode['n']}): {floor['compile_s']:.3f} s, "
+              f"{floor['programs']} program(s); target {TARGET_S} s per mechanism program")
+        print(f"{'mechanism':36s} {'n':>5s} | {'single s':>8s} {'prog':>4s} {'/target':>7s} | "
+              f"{'batched s':>8s} {'prog':>4s} {'/target':>7s}")
+    for name in names:
+        row = measure(name, table[name], **mode)
+        rows.append(row)
+        if not args.json:
+            print(f"{name:36s} {row['n']:5d} | {_cell(row['single'])} | {_cell(row['batched'])}", flush=True)
+    over = [r["mechanism"] for r in rows for part in ("single", "batched")
+            if r[part].get("compile_s", 0.0) > TARGET_S]
+    summary = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+               "machine": platform.platform(), "device": jax.devices()[0].device_kind, "jax": jax.__version__,
+               "load_average": load_average(), "mode": mode, "baseline": floor, "target_s": TARGET_S,
+               "rows": rows, "over_target": sorted(set(over))}
+    if args.json:
+        print(json.dumps(summary))
+    else:
+        print(f"over the {TARGET_S} s target: {sorted(set(over)) or 'none'}; load {load_average()}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
