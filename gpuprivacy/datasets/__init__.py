@@ -6,6 +6,7 @@ from gpuprivacy.datasets._bikes import bikes_daily_queries as bikes_daily_querie
 from gpuprivacy.datasets._bikes import load_bikes_daily as load_bikes_daily
 from gpuprivacy.datasets._synthetic import synthetic_energy_queries as synthetic_energy_queries
 from gpuprivacy.datasets._synthetic import synthetic_uniform_queries as synthetic_uniform_queries
+from gpuprivacy.datasets import _builtin_laws  # noqa: F401  (registers the built-in laws)
 from gpuprivacy.datasets._distributions import Distribution as Distribution
 from gpuprivacy.datasets._distributions import distribution as distribution
 from gpuprivacy.datasets._distributions import draw as draw
