@@ -31,6 +31,9 @@ their adapters, which call the public mechanism.
     python experiments/bench_sweepables.py                    # n = 1000, T = 1000, loop on 200 (host-side: 64)
     python experiments/bench_sweepables.py --gpu              # n = 1000, T = 10^4, loop on 200 (host-side: 64)
     python experiments/bench_sweepables.py --only private-median laplace-mechanism --json
+    python experiments/bench_sweepables.py --sizes 100 1000 10000 --trials 200 --loop-trials 50
+
+Exits with status 1, naming them, when any batched path is slower than its loop or any mechanism errors.
 """
 
 from __future__ import annotations
@@ -260,6 +263,9 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help="n = 200, T = 200, loop timed on 50 trials (host-side: 16)")
     parser.add_argument("--gpu", action="store_true", help="n = 1000, T = 10^4, loop timed on 200 trials")
     parser.add_argument("--n", type=int, help="records (or candidates) per trial")
+    parser.add_argument("--sizes", type=int, nargs="+", metavar="N",
+                        help="run every mechanism at each of these n in turn (e.g. --sizes 100 1000 10000); "
+                             "overrides --n")
     parser.add_argument("--trials", type=int, help="T, trials of the batched path")
     parser.add_argument("--loop-trials", type=int, help="trials the loop is timed on (scaled to T)")
     parser.add_argument("--host-trials", type=int,
@@ -291,8 +297,15 @@ def main(argv=None):
         print(f"{'mechanism':34s} {'n':>5s} {'T':>6s} {'jit':>4s} {'batched s':>10s} {'loop s':>10s} "
               f"{'loop/batched':>12s} {'verdict':>7s}  values")
     results = []
-    for name in names:
-        row = run_mechanism(name, table[name], n=sizes["n"], trials=sizes["trials"],
+    jobs = [(name, n) for n in (args.sizes or [sizes["n"]]) for name in names]
+    meta["sizes"] = args.sizes or [sizes["n"]]
+    fixed_done = set()
+    for name, n in jobs:
+        if name in FIXED_N:
+            if name in fixed_done:
+                continue  # a mechanism with one fixed n (FIXED_N) runs once, whatever the sizes
+            fixed_done.add(name)
+        row = run_mechanism(name, table[name], n=n, trials=sizes["trials"],
                             loop_trials=sizes["loop_trials"], host_trials=sizes["host_trials"], seed=args.seed)
         results.append(row)
         if args.json:
@@ -327,4 +340,9 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    outcome = main()
+    # Fails loudly: a batched path slower than its loop (or a mechanism that errors) is a defect of the engine.
+    if outcome["meta"]["failed"] or outcome["meta"]["errored"]:
+        print(f"FAIL: batched slower than the loop: {outcome['meta']['failed']}; errors: "
+              f"{outcome['meta']['errored']}", file=sys.stderr)
+        sys.exit(1)

@@ -371,7 +371,9 @@ def cmd_sweep(args) -> None:
         else:
             warnings.showwarning(warning.message, warning.category, warning.filename, warning.lineno)
     payload = summary._asdict() if hasattr(summary, "_asdict") else dict(summary.__dict__)
-    _emit(args, payload, "\n".join(f"{k}: {v}" for k, v in payload.items() if k != "rows"))
+    # The summary only: the rows stay in the results file (a study's rows are megabytes of JSON).
+    payload = {"num_rows": len(payload.pop("rows")), **payload}
+    _emit(args, payload, "\n".join(f"{k}: {v}" for k, v in payload.items()))
     for row in summary.rows:
         if row.get("status") == "infeasible":  # reported, not hidden: the sweep went on without these cells
             print(f"infeasible cell {row['cell_id']} ({row['mechanism']}, {row['dataset']} "

@@ -52,3 +52,19 @@ def test_parameter_and_dataset_names_did_you_mean():
     with pytest.raises(SweepConfigError, match="Did you mean 'normal'"):
         expand_sweep(config({"name": "laplace-median", "epsilon": 1.0, "lower": -5.0, "upper": 5.0},
                             {"name": "normall", "n": 11}))
+
+
+def test_sweep_json_prints_the_summary_not_the_rows(tmp_path, capsys):
+    import json
+
+    from gpuprivacy.cli import main
+
+    config = tmp_path / "tiny.toml"
+    config.write_text('name = "tiny"\nseed = 1\ntrials = 4\n[mechanism]\nname = "laplace-median"\nepsilon = 1.0\n'
+                      'lower = -5.0\nupper = 5.0\nclip = true\n[dataset]\nname = "normal"\nn = 7\n')
+    results = tmp_path / "tiny.jsonl"
+    assert main(["sweep", str(config), "--results", str(results), "--no-progress", "--json"]) == 0
+    out = capsys.readouterr().out
+    payload = json.loads(out)
+    assert "rows" not in payload and payload["num_rows"] == 1 == len(results.read_text().splitlines())
+    assert out.count("\n") == 1 and len(out) < 2000
