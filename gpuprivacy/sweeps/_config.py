@@ -75,6 +75,14 @@ def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False)
 
 
+def config_digest(plan: "SweepPlan") -> str:
+    """SHA-256 (hex, 16 characters) of what a config asks for: its name, seed and every cell's id (each id digests
+    the cell's mechanism, data and parameters, its trials and the seed). Every row a sweep writes carries it, so
+    a results file holds one config's cells only (an edited config into the same file is refused)."""
+    payload = {"name": plan.name, "seed": plan.seed, "cells": sorted(cell.cell_id for cell in plan.cells)}
+    return hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()[:16]
+
+
 def cell_id_of(canonical: Mapping) -> str:
     """First 64 bits (16 hex digits) of SHA-256 of the canonical JSON of a cell."""
     return hashlib.sha256(canonical_json(canonical).encode("utf-8")).hexdigest()[:16]

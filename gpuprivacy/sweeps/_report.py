@@ -74,6 +74,10 @@ def study_report(results: str | os.PathLike, *, x: str | None = None, metric: st
     rows = [r for r in read_rows(results) if isinstance(r.get("metrics"), dict)]
     if not rows:
         raise ValueError(f"{results} holds no sweep rows with metrics; run a sweep first (gpuprivacy sweep CONFIG).")
+    digests = sorted({r["config_digest"] for r in rows if "config_digest" in r})
+    if len(digests) > 1:  # files a sweep writes hold one config; a hand-made concatenation is not compared
+        raise ValueError(f"{results} mixes the rows of {len(digests)} configs (config digests {', '.join(digests)}); "
+                         "a report compares the cells of one config. Split the file by config_digest.")
     coords = [_axes_of(r) for r in rows]
     varying = _varying(coords)
     if x is None:

@@ -16,7 +16,8 @@ import numpy as np
 from gpuprivacy._progress import Progress
 from gpuprivacy.sweeps import _registry, _trials
 from gpuprivacy.mechanisms import guarantee_of
-from gpuprivacy.sweeps._config import SweepCell, SweepConfigError, canonical_json, cell_id_of, expand_config
+from gpuprivacy.sweeps._config import (SweepCell, SweepConfigError, canonical_json, cell_id_of, config_digest,
+                                      expand_config)
 from gpuprivacy.sweeps._mechanisms import TARGETS
 from gpuprivacy.sweeps._metrics import cell_metrics
 from gpuprivacy.sweeps._trials import ROWS_OUTSIDE_DOMAIN, CellRequest, DataSpec, run_cells
@@ -180,8 +181,25 @@ def run_sweep(config: str | os.PathLike | Mapping, *, results_path: str | os.Pat
                         num_out_of_memory=len(out_of_memory))
 
 
+def _check_one_config(plan, done: dict, results_path) -> None:
+    """A results file holds the rows of one config: rows of another (an edited seed, trials or grid) are refused
+    with both digests named, so a report never mixes them."""
+    mine = config_digest(plan)
+    ids = {cell.cell_id for cell in plan.cells}
+    for row in done.values():
+        theirs = row.get("config_digest")
+        if theirs == mine or (theirs is None and row.get("cell_id") in ids):
+            continue  # this config's row (or, from before digests, one of its cells)
+        raise SweepResultsError(
+            f"{results_path} holds the results of another config (config digest {theirs or 'none'}, cell "
+            f"{row.get('cell_id')}) and this config's digest is {mine}: an edited config (seed, trials, grid) "
+            "writes a new file. Pass another results path (--results NEW.jsonl), or delete the file to start "
+            "over; rerun the same config to resume it.")
+
+
 def _todo(plan, done: dict, results_path) -> list:
     """The cells not in ``done``, after checking that every row found belongs to its cell id."""
+    _check_one_config(plan, done, results_path)
     for cell in plan.cells:
         row = done.get(cell.cell_id)
         if row is not None and any(row.get(k) != v for k, v in cell.canonical().items()):
@@ -271,6 +289,8 @@ def _compute(plan, todo, env, chunk, progress, results, done, select: tuple[int,
                     "schema": SCHEMA_VERSION,
                     "cell_id": cell.cell_id,
                     "sweep": plan.name,
+                    "config_digest": config_digest(plan),
+                    "seed": plan.seed,
                     **cell.canonical(),
                     **row,
                     "cell_wall_s": block_s / len(block),

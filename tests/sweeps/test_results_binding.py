@@ -1,0 +1,48 @@
+"""A results file is bound to its config: rows carry the config digest and seed; an edited config is refused."""
+
+import json
+
+import pytest
+
+from gpuprivacy.sweeps import SweepResultsError, run_sweep, study_report
+
+
+def config(**overrides):
+    base = {"name": "bound", "seed": 3, "trials": 4,
+            "mechanism": {"name": "laplace-median", "epsilon": 1.0, "lower": -5.0, "upper": 5.0, "clip": True},
+            "dataset": {"name": "normal", "n": [7, 9]}}
+    return {**base, **overrides}
+
+
+def test_rows_carry_the_digest_and_the_seed_and_a_rerun_resumes(tmp_path):
+    path = tmp_path / "r.jsonl"
+    first = run_sweep(config(), results_path=path, progress=False)
+    digests = {row["config_digest"] for row in first.rows}
+    assert len(digests) == 1 and all(row["seed"] == 3 for row in first.rows)
+    again = run_sweep(config(), results_path=path, progress=False)
+    assert again.num_computed == 0 and again.num_skipped == 2
+
+
+@pytest.mark.parametrize("edit", [{"seed": 4}, {"trials": 5}, {"dataset": {"name": "normal", "n": [7]}}])
+def test_an_edited_config_into_the_same_file_is_refused_with_both_digests(tmp_path, edit):
+    path = tmp_path / "r.jsonl"
+    first = run_sweep(config(), results_path=path, progress=False)
+    before = path.read_text()
+    with pytest.raises(SweepResultsError, match="another config") as err:
+        run_sweep(config(**edit), results_path=path, progress=False)
+    theirs = first.rows[0]["config_digest"]
+    assert theirs in str(err.value) and "this config's digest is" in str(err.value)
+    assert path.read_text() == before  # nothing appended
+    other = run_sweep(config(**edit), results_path=tmp_path / "new.jsonl", progress=False)
+    assert other.rows[0]["config_digest"] != theirs
+
+
+def test_the_report_refuses_a_file_that_mixes_configs(tmp_path):
+    a = run_sweep(config(), results_path=tmp_path / "a.jsonl", progress=False)
+    b = run_sweep(config(seed=5), results_path=tmp_path / "b.jsonl", progress=False)
+    mixed = tmp_path / "mixed.jsonl"
+    mixed.write_text((tmp_path / "a.jsonl").read_text() + (tmp_path / "b.jsonl").read_text())
+    with pytest.raises(ValueError, match="mixes the rows of 2 configs"):
+        study_report(mixed, out_dir=tmp_path / "rep")
+    assert {json.loads(line)["config_digest"] for line in mixed.read_text().splitlines()} == {
+        a.rows[0]["config_digest"], b.rows[0]["config_digest"]}
