@@ -58,6 +58,8 @@ from gpuprivacy.sweeps._trials import DataSpec as DataSpec
 from gpuprivacy.sweeps._report import study_report as study_report
 from gpuprivacy.sweeps._registry import register_sweep_dataset as register_sweep_dataset
 from gpuprivacy.sweeps._registry import register_sweep_mechanism as register_sweep_mechanism
+from gpuprivacy.sweeps._frame import flat_rows as flat_rows
+from gpuprivacy.sweeps._frame import read_results as read_results
 from gpuprivacy.sweeps._results import SweepResultsError as SweepResultsError
 from gpuprivacy.sweeps._run import SweepSummary as SweepSummary
 from gpuprivacy.sweeps._run import SweepMemoryWarning as SweepMemoryWarning
