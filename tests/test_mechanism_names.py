@@ -115,3 +115,20 @@ def test_old_cli_names_are_aliases(old, new):
 def test_cli_accepts_the_python_name():
     assert canonical_estimator("private_median") == "private-median"
     assert canonical_estimator("laplace_mechanism") == "laplace-mechanism"
+
+
+# The auditor checks each claim on its own inputs; the study engine states the relation on a trial's data. Where
+# the audit's input is a function of the data (a count, a row mean), its "bounded" relation is the image of the
+# data relation: one record changes the count by at most 1, one row moves the mean by at most its sensitivity.
+_IMAGE_OF_BOUNDED = {"count": "swap-or-add-remove", "row-mean": "swap"}
+
+
+@pytest.mark.parametrize("name", PUBLIC)
+def test_the_sweep_states_the_neighbour_relation_the_auditor_checks(name):
+    base = audit.parse_name(name)[0]
+    sweepable = builtin_sweepables()[base]
+    relation = audit.get(name).neighbours.relation
+    if relation == "bounded":
+        assert sweepable.neighbours == _IMAGE_OF_BOUNDED.get(sweepable.target, "bounded"), (name, sweepable.target)
+    else:
+        assert sweepable.neighbours == relation, name

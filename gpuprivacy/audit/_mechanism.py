@@ -84,6 +84,7 @@ def neighbours_within(sensitivity: float, lower: float = -math.inf, upper: float
         if gap > sensitivity * (1 + 1e-12):
             return f"a coordinate moves by {gap:.6g}, more than the sensitivity {sensitivity:.6g}"
         return None
+    check.relation = "bounded"  # the name the study engine's rows give it (gpuprivacy.sweeps)
     return check
 
 
@@ -112,6 +113,7 @@ def neighbours_add_remove():
         if x.shape[1:] != x_prime.shape[1:] or len(large) - len(small) != 1 or _unmatched(small, large):
             return f"they are not one dataset plus one row (sizes {len(x)} and {len(x_prime)})"
         return None
+    check.relation = "add-remove"  # the name the study engine's rows give it (gpuprivacy.sweeps)
     return check
 
 
@@ -125,6 +127,7 @@ def neighbours_swap():
         if _unmatched(x, x_prime) > 1:
             return f"{_unmatched(x, x_prime)} rows differ (a swap changes one)"
         return None
+    check.relation = "swap"  # the name the study engine's rows give it (gpuprivacy.sweeps)
     return check
 
 
@@ -139,4 +142,5 @@ def neighbours_empty_slot():
         if differ.size > 1 or (differ.size == 1 and not (np.isnan(x[differ[0]]) or np.isnan(x_prime[differ[0]]))):
             return f"{differ.size} slots differ, not one slot emptied"
         return None
+    check.relation = "add-remove-slot"  # the name the study engine's rows give it (gpuprivacy.sweeps)
     return check

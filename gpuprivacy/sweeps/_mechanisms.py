@@ -211,6 +211,9 @@ class SweepableMechanism(NamedTuple):
         only through its sorted values, bitwise: the engine then sorts each dataset once for all
         such mechanisms of a block, and their own sorts of sorted data cost a linear check
         (tested for every built-in so marked: release(key, x) == release(key, sort(x))).
+      neighbours: the neighbour relation on a trial's data vector under which the guarantee holds, one of
+        :data:`NEIGHBOUR_RELATIONS` (``"unstated"`` for a mechanism registered without one); every row's
+        guarantee names it, so a reader can compare with a library that states another relation.
     """
 
     name: str
@@ -221,6 +224,28 @@ class SweepableMechanism(NamedTuple):
     exact: Callable | None = None
     batched: bool = True
     order_invariant: bool = False
+    neighbours: str = "unstated"
+
+
+# The neighbour relations a row's guarantee names (the relation on one trial's data vector).
+NEIGHBOUR_RELATIONS = {
+    "swap": "two datasets of the same public size n that differ in one record (replace one)",
+    "add-remove": "one dataset is the other plus one record",
+    "add-remove-slot": "add/remove over public slots: one slot empty in one dataset (a replacement costs twice)",
+    "bounded": "the data vector is the queries' answers (or the candidates' scores): each entry moves by at most "
+               "the declared sensitivity",
+    "swap-or-add-remove": "either: one record replaced, added or removed changes the count by at most 1",
+    "unstated": "the mechanism was registered without stating its relation",
+}
+# Built-ins by target family: the statistics of a sample (medians, quantiles, clipped means, their adapters,
+# the row mean of the vector mechanism) are private under swap with n public (Durfee 2025, Sec. 2; Tzamos et
+# al. 2020, Sec. 2); the wrappers under add/remove (Linder et al. 2025, Sec. 2); the black-box estimators over
+# public slots (Steinke & Steinke 2025, Sec. 2); the classic and selection mechanisms on their answer vectors.
+_NEIGHBOURS_BY_TARGET = {"median": "swap", "quantile": "swap", "clipped-mean": "swap", "statistic": "swap",
+                         "row-mean": "swap", "count": "swap-or-add-remove", "argmax": "bounded", "identity": "bounded",
+                         "first-above-threshold": "bounded", "stopping-time": "bounded",
+                         "threshold-answers": "bounded", "oracle": "add-remove", "oracle-indicator": "add-remove"}
+_BLACKBOX = ("blackbox-estimate", "blackbox-estimate-zcdp", "blackbox-binary")
 
 
 def kebab(name: str) -> str:
@@ -335,7 +360,8 @@ def _data_positional(fn: Callable) -> bool:
 
 def make_sweepable(release: Callable, *, target: str, name: str | None = None,
                    description: str = "", exact: Callable | None = None,
-                   batched: bool = True, order_invariant: bool = False) -> SweepableMechanism:
+                   batched: bool = True, order_invariant: bool = False,
+                   neighbours: str = "unstated") -> SweepableMechanism:
     """A :class:`SweepableMechanism` for ``release(key, data, **params) -> Release``.
 
     Args:
@@ -350,7 +376,11 @@ def make_sweepable(release: Callable, *, target: str, name: str | None = None,
       order_invariant: True if ``release(key, x)`` equals ``release(key, sort(x))`` bitwise for every
         dataset (it sorts first, and never sums in data order) and the target is an order statistic;
         the engine then hands it sorted data (see :class:`SweepableMechanism`).
+      neighbours: the neighbour relation of its guarantee on a trial's data, a key of
+        :data:`NEIGHBOUR_RELATIONS`; named in every row's guarantee.
     """
+    if neighbours not in NEIGHBOUR_RELATIONS:
+        raise ValueError(f"neighbours must be one of {sorted(NEIGHBOUR_RELATIONS)}, got {neighbours!r}.")
     if not callable(release):
         raise TypeError(f"release must be a mechanism (key, data, *, params) -> Release, got {release!r}.")
     if target not in TARGETS:
@@ -364,7 +394,7 @@ def make_sweepable(release: Callable, *, target: str, name: str | None = None,
     if exact is not None and not callable(exact):
         raise TypeError(f"exact must be a function (data, params) -> dict of scalars, got {exact!r}.")
     return SweepableMechanism(name, release, target, signature_parameters(release), description, exact,
-                              bool(batched), bool(order_invariant))
+                              bool(batched), bool(order_invariant), neighbours)
 
 
 def _builtin_table():
@@ -394,12 +424,14 @@ def _builtin_table():
             if fn is not None:
                 break
         out[kebab(fname)] = make_sweepable(fn, target=target, exact=EXACT_ERRORS.get(kebab(fname)),
-                                           order_invariant=fname in order_invariant)
+                                           order_invariant=fname in order_invariant,
+                                           neighbours=_NEIGHBOURS_BY_TARGET[target])
     # The public mechanisms whose inputs are not one data vector, through their adapters (sweeps/_adapters.py).
     from gpuprivacy.sweeps._adapters import ADAPTERS
 
     for name, (release, target, batched) in ADAPTERS.items():
-        out[name] = make_sweepable(release, target=target, name=name, batched=batched)
+        out[name] = make_sweepable(release, target=target, name=name, batched=batched,
+                                   neighbours="add-remove-slot" if name in _BLACKBOX else _NEIGHBOURS_BY_TARGET[target])
     return out
 
 

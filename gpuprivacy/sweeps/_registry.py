@@ -119,7 +119,7 @@ def register_sweep_dataset(name: str, fn: SweepDatasetFn, *,
 
 
 def register_mechanism(release: Callable, *, target: str, name: str | None = None, description: str = "",
-                       replace: bool = False, order_invariant: bool = False) -> str:
+                       replace: bool = False, order_invariant: bool = False, neighbours: str = "unstated") -> str:
     """Makes a mechanism ``release(key, data, **params) -> Release`` sweepable, in one call.
 
     Its keyword-only parameters (typed by their annotations) become the config's keys and are
@@ -146,7 +146,7 @@ def register_mechanism(release: Callable, *, target: str, name: str | None = Non
     from gpuprivacy.sweeps._mechanisms import make_sweepable
 
     sweepable = make_sweepable(release, target=target, name=name, description=description,
-                               order_invariant=order_invariant)
+                               order_invariant=order_invariant, neighbours=neighbours)
     # A mechanism run per trial takes its own sensitivity (no dataset-declared constants): nothing reserved.
     _register("mechanism", _MECHANISMS, sweepable.name, release, sweepable.parameters, sweepable.description,
               replace, reserved=())

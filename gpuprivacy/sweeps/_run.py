@@ -440,7 +440,10 @@ def _study_row(cell: SweepCell, mechanism, data: DataSpec, trials) -> dict:
                            coverage_radius=cell.options.get("coverage_radius"),
                            extra=tuple(cell.options.get("metrics", ())))
     metrics = {k: (float(v) if math.isfinite(v) else None) for k, v in metrics.items()}
-    return {"n": data.n, "status": "ok", "guarantee": _guarantee_json(trials.guarantee), "target": mechanism.target,
+    guarantee = _guarantee_json(trials.guarantee)
+    if guarantee is not None:
+        guarantee["neighbours"] = mechanism.neighbours  # the relation under which it holds (a reader compares)
+    return {"n": data.n, "status": "ok", "guarantee": guarantee, "target": mechanism.target,
             "population_value": trials.population, "chunk": trials.chunk, "devices": trials.devices,
             "metrics": metrics}
 

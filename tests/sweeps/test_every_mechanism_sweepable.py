@@ -207,7 +207,7 @@ def test_adapted_mechanisms_sweep_by_name_from_a_config(tmp_path):
     assert rows["sparse-vector"]["metrics"]["selection_accuracy"] == 1.0
     assert rows["sparse-vector"]["target"] == "threshold-answers"
     assert rows["sens-o-matic"]["target"] == "oracle" and rows["sens-o-matic"]["population_value"] == 0.5
-    assert rows["sens-o-matic"]["guarantee"] == {"type": "PureDP", "epsilon": 4.0}
+    assert rows["sens-o-matic"]["guarantee"] == {"type": "PureDP", "epsilon": 4.0, "neighbours": "add-remove"}
     assert rows["sens-o-matic"]["metrics"]["mae"] is not None
 
 

@@ -46,3 +46,8 @@ def test_the_report_refuses_a_file_that_mixes_configs(tmp_path):
         study_report(mixed, out_dir=tmp_path / "rep")
     assert {json.loads(line)["config_digest"] for line in mixed.read_text().splitlines()} == {
         a.rows[0]["config_digest"], b.rows[0]["config_digest"]}
+
+
+def test_the_guarantee_in_a_row_names_the_neighbour_relation(tmp_path):
+    rows = run_sweep(config(), results_path=tmp_path / "r.jsonl", progress=False).rows
+    assert rows[0]["guarantee"] == {"type": "PureDP", "epsilon": 1.0, "neighbours": "swap"}

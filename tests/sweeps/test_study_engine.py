@@ -41,7 +41,7 @@ def test_a_public_mechanism_sweeps_by_name_with_its_guarantee_and_errors(tmp_pat
     assert summary.num_computed == 2
     for row in summary.rows:
         epsilon = row["mechanism_params"]["epsilon"]
-        assert row["guarantee"] == {"type": "PureDP", "epsilon": epsilon}  # read off the release
+        assert row["guarantee"] == {"type": "PureDP", "epsilon": epsilon, "neighbours": "swap"}  # read off the release
         assert row["metrics"]["epsilon"] == epsilon and row["metrics"]["delta"] == 0.0
         assert row["metrics"]["released"] == 1.0 and row["population_value"] == 0.0
         assert 0 < row["metrics"]["mae"] < row["metrics"]["abs_error_q99"] + 1e-12
