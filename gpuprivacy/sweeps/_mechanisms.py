@@ -211,6 +211,9 @@ class SweepableMechanism(NamedTuple):
         only through its sorted values, bitwise: the engine then sorts each dataset once for all
         such mechanisms of a block, and their own sorts of sorted data cost a linear check
         (tested for every built-in so marked: release(key, x) == release(key, sort(x))).
+      error_has_no_mean: ``(params) -> bool``, True where the release's error has no expectation (heavy-tailed
+        noise added unclamped): the mean metrics (mae, mse, bias and their s.e.) are then reported as undefined
+        and the quantiles of |error| suggested.
       neighbours: the neighbour relation on a trial's data vector under which the guarantee holds, one of
         :data:`NEIGHBOUR_RELATIONS` (``"unstated"`` for a mechanism registered without one); every row's
         guarantee names it, so a reader can compare with a library that states another relation.
@@ -225,6 +228,16 @@ class SweepableMechanism(NamedTuple):
     batched: bool = True
     order_invariant: bool = False
     neighbours: str = "unstated"
+    error_has_no_mean: Callable | None = None
+
+
+def _cauchy_noise(params) -> bool:
+    """The smooth-sensitivity median's Cauchy noise is added unclamped: its error has no mean (NRS07, Sec. 3)."""
+    return params.get("noise", "cauchy") == "cauchy"
+
+
+# Mechanisms whose error has no expectation for some parameters: (params) -> bool.
+_ERROR_HAS_NO_MEAN = {"smooth-sensitivity-median": _cauchy_noise}
 
 
 # The neighbour relations a row's guarantee names (the relation on one trial's data vector).
@@ -425,7 +438,8 @@ def _builtin_table():
                 break
         out[kebab(fname)] = make_sweepable(fn, target=target, exact=EXACT_ERRORS.get(kebab(fname)),
                                            order_invariant=fname in order_invariant,
-                                           neighbours=_NEIGHBOURS_BY_TARGET[target])
+                                           neighbours=_NEIGHBOURS_BY_TARGET[target])._replace(
+            error_has_no_mean=_ERROR_HAS_NO_MEAN.get(kebab(fname)))
     # The public mechanisms whose inputs are not one data vector, through their adapters (sweeps/_adapters.py).
     from gpuprivacy.sweeps._adapters import ADAPTERS
 

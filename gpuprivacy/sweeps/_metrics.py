@@ -108,9 +108,19 @@ def _released(values, ok: np.ndarray) -> np.ndarray:
     return np.asarray(values, np.float64).reshape(ok.shape[0], -1).mean(axis=1)[ok]
 
 
+# The metrics that are expectations of the error (or of its square): undefined when the error has no mean.
+MEAN_METRICS = ("mae", "mae_se", "mse", "mse_se", "population_mae", "population_mae_se", "population_mse",
+                "population_mse_se", "bias", "bias_se")
+
+
 def cell_metrics(trials, params: dict, *, target_kind: str, coverage_radius: float | None = None,
-                 extra: tuple = ()) -> dict[str, float]:
-    """The built-in metrics of one cell (see the module docstring), plus the user metrics in ``extra``."""
+                 extra: tuple = (), error_has_no_mean: bool = False) -> dict[str, float]:
+    """The built-in metrics of one cell (see the module docstring), plus the user metrics in ``extra``.
+
+    ``error_has_no_mean``: the release's error has no expectation (Cauchy noise, unclamped): the means of
+    :data:`MEAN_METRICS` are left NaN (reported as undefined), since a sample mean of such an error estimates
+    nothing and its standard error is no confidence band; the quantiles of ``|error|`` stay.
+    """
     num = trials.valid.shape[0]
     ok = trials.valid.reshape(num)
     out = dict.fromkeys(BUILTIN_METRICS, math.nan)
@@ -150,6 +160,8 @@ def cell_metrics(trials, params: dict, *, target_kind: str, coverage_radius: flo
             out[field] = float(value)
     if trials.guarantee is not None and type(trials.guarantee).__name__ == "PureDP":
         out["delta"] = 0.0
+    if error_has_no_mean:
+        out.update(dict.fromkeys(MEAN_METRICS, math.nan))
     out["time_per_trial_s"] = trials.wall_s / num if num else math.nan
     out["compile_s"] = trials.compile_s
     for name in extra:

@@ -148,7 +148,10 @@ def study_report(results: str | os.PathLike, *, x: str | None = None, metric: st
         ax.set_ylabel(metric)
         ax.set_title(_label(panel_keys, [json.loads(v) for v in panel]), fontsize=8)
         ax.grid(True, alpha=0.3)
-        if index == 0:
+        if not xs_all:  # every cell of the panel has the metric undefined (or infeasible): say so, draw nothing
+            ax.text(0.5, 0.5, f"{metric}: no defined value here (see the table)", ha="center", va="center",
+                    transform=ax.transAxes, fontsize=8)
+        if index == 0 and ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize=7)
     canvas.print_png(str(plot_path))
 
@@ -198,6 +201,8 @@ def _markdown_table(rows, coords, varying, metric) -> str:
         se = m.get(metric + "_se")
         if se is not None and m.get(metric) is not None:
             value += f" ± {_Z95 * se:.2g}"
+        if m.get(metric) is None and rows[i].get("undefined_metrics") and metric in rows[i]["undefined_metrics"]:
+            value = "undefined (the error has no mean; see abs_error_q50)"
         if rows[i].get("status") == "infeasible":  # the mechanism refused the cell; its row says why
             value = "infeasible: " + rows[i].get("error", "").replace("|", "/")[:120]
         cells = [_fmt(coords[i].get(k)) for k in keys] + [str(rows[i]["num_trials"]), value,

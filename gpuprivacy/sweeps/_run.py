@@ -19,7 +19,7 @@ from gpuprivacy.mechanisms import guarantee_of
 from gpuprivacy.sweeps._config import (SweepCell, SweepConfigError, canonical_json, cell_id_of, config_digest,
                                       expand_config)
 from gpuprivacy.sweeps._mechanisms import TARGETS
-from gpuprivacy.sweeps._metrics import cell_metrics
+from gpuprivacy.sweeps._metrics import MEAN_METRICS, cell_metrics
 from gpuprivacy.sweeps._trials import ROWS_OUTSIDE_DOMAIN, CellRequest, DataSpec, run_cells
 from gpuprivacy.sweeps._provenance import environment_info, utc_timestamp
 from gpuprivacy.sweeps._results import DIGEST_KEY, ResultsFile, SweepResultsError, read_rows
@@ -436,14 +436,19 @@ def _study_row(cell: SweepCell, mechanism, data: DataSpec, trials) -> dict:
     outside = trials.info.get(ROWS_OUTSIDE_DOMAIN)
     if outside is not None and np.any(np.asarray(outside) > 0):
         return _outside_domain_row(cell, data, mechanism, np.asarray(outside))
+    no_mean = mechanism.error_has_no_mean is not None and bool(mechanism.error_has_no_mean(cell.mechanism_params))
     metrics = cell_metrics(trials, cell.mechanism_params, target_kind=TARGETS[mechanism.target].kind,
                            coverage_radius=cell.options.get("coverage_radius"),
-                           extra=tuple(cell.options.get("metrics", ())))
+                           extra=tuple(cell.options.get("metrics", ())), error_has_no_mean=no_mean)
     metrics = {k: (float(v) if math.isfinite(v) else None) for k, v in metrics.items()}
+    notes = {"undefined_metrics": f"{', '.join(m for m in MEAN_METRICS if not m.endswith('_se'))} undefined: "
+                                  "this release's error has no mean (Cauchy noise, unclamped), so a sample mean "
+                                  "estimates nothing; compare abs_error_q50, abs_error_q90, abs_error_q99"} \
+        if no_mean else {}
     guarantee = _guarantee_json(trials.guarantee)
     if guarantee is not None:
         guarantee["neighbours"] = mechanism.neighbours  # the relation under which it holds (a reader compares)
-    return {"n": data.n, "status": "ok", "guarantee": guarantee, "target": mechanism.target,
+    return {"n": data.n, "status": "ok", **notes, "guarantee": guarantee, "target": mechanism.target,
             "population_value": trials.population, "chunk": trials.chunk, "devices": trials.devices,
             "metrics": metrics}
 

@@ -51,3 +51,19 @@ def test_the_report_refuses_a_file_that_mixes_configs(tmp_path):
 def test_the_guarantee_in_a_row_names_the_neighbour_relation(tmp_path):
     rows = run_sweep(config(), results_path=tmp_path / "r.jsonl", progress=False).rows
     assert rows[0]["guarantee"] == {"type": "PureDP", "epsilon": 1.0, "neighbours": "swap"}
+
+
+def test_a_metric_whose_expectation_does_not_exist_is_reported_undefined(tmp_path):
+    mechanism = {"name": "smooth-sensitivity-median", "epsilon": 1.0, "lower": -5.0, "upper": 5.0, "clip": True}
+    cauchy = run_sweep(config(mechanism={**mechanism, "noise": "cauchy"}, dataset={"name": "cauchy", "n": [9, 11]}),
+                       results_path=tmp_path / "c.jsonl", progress=False).rows[0]
+    for name in ("mae", "mae_se", "mse", "mse_se", "bias", "population_mae"):
+        assert cauchy["metrics"][name] is None, name  # no mean: no number, no band
+    assert cauchy["metrics"]["abs_error_q50"] is not None and "abs_error_q50" in cauchy["undefined_metrics"]
+    laplace = run_sweep(config(mechanism={**mechanism, "noise": "laplace", "delta": 1e-6},
+                               dataset={"name": "cauchy", "n": 9}),
+                        results_path=tmp_path / "l.jsonl", progress=False).rows[0]
+    assert laplace["metrics"]["mae"] is not None and "undefined_metrics" not in laplace
+    report = study_report(tmp_path / "c.jsonl", out_dir=tmp_path / "rep", metric="mae")
+    assert "undefined (the error has no mean" in (tmp_path / "rep" / "report.md").read_text()
+    del report
