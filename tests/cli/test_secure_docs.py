@@ -95,7 +95,7 @@ def _cli_runs_with_secure(capsys, tmp_path, name) -> bool:
 
 def test_the_table_has_a_row_for_every_cli_mechanism(capsys):
     choices = _cli_choices(capsys)
-    assert {"laplace", "gaussian", "blackbox"} <= choices  # the parse works
+    assert {"laplace-mechanism", "gaussian-mechanism", "blackbox-estimate"} <= choices  # the parse works
     listed = [_cli_name(row) for row in _table() if _cli_name(row) is not None]
     assert sorted(listed) == sorted(choices)  # each choice exactly once
 
@@ -103,7 +103,7 @@ def test_the_table_has_a_row_for_every_cli_mechanism(capsys):
 def test_yes_rows_are_exactly_the_cli_mechanisms_that_run_with_secure(capsys, tmp_path):
     choices = _cli_choices(capsys)
     runs = {name for name in choices if _cli_runs_with_secure(capsys, tmp_path, name)}
-    assert "laplace" in runs and "sens-o-matic" not in runs  # the detection works both ways
+    assert "laplace-mechanism" in runs and "sens-o-matic" not in runs  # the detection works both ways
     marked = {_cli_name(row) for row in _table() if _secure(row) and _cli_name(row) is not None}
     assert marked == runs
 
