@@ -7,7 +7,8 @@ programs (a rerun, a resumed sweep, the next ``reproduce``) reads them back inst
 * ``GPUPRIVACY_COMPILATION_CACHE=off`` turns it off; ``GPUPRIVACY_COMPILATION_CACHE=DIR`` puts it in ``DIR``;
 * a ``JAX_COMPILATION_CACHE_DIR`` (or ``jax_compilation_cache_dir``) the user set already wins;
 * the default folder is ``$XDG_CACHE_HOME/gpuprivacy/xla`` (``~/.cache/gpuprivacy/xla``), bounded to
-  :data:`MAX_CACHE_BYTES` (JAX evicts the least recently used programs beyond it).
+  :data:`MAX_CACHE_BYTES` (JAX evicts the least recently used programs beyond it; it needs the ``filelock``
+  package for that, a dependency of gpuprivacy).
 
 A cached program is the same executable XLA would build (JAX keys it by the program, the compile options, the
 backend and the jaxlib version), so releases are bitwise those of a cold run. Nothing of the data is in it:
@@ -16,6 +17,7 @@ programs are keyed and built from shapes and code, never from data values.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import pathlib
 
@@ -46,5 +48,6 @@ def enable_compilation_cache() -> str | None:
         return None  # an unwritable home (a sandboxed CI): run without the cache rather than fail the command
     jax.config.update("jax_compilation_cache_dir", str(folder))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", MIN_COMPILE_SECONDS)
-    jax.config.update("jax_compilation_cache_max_size", MAX_CACHE_BYTES)
+    if importlib.util.find_spec("filelock") is not None:  # JAX bounds (evicts from) the cache only with filelock
+        jax.config.update("jax_compilation_cache_max_size", MAX_CACHE_BYTES)
     return str(folder)

@@ -131,11 +131,14 @@ d = 90
 
 @pytest.mark.parametrize("old, new, expected", [
     ('name = "report-noisy-max"', 'name = "report-noisy-min"',
-     r"unknown mechanism 'report-noisy-min' in key 'name' of \[mechanism\]\. Known mechanisms: .*report-noisy-max"),
+     r"unknown mechanism 'report-noisy-min' in key 'name' of \[mechanism\]\. Did you mean 'report-noisy-max'.*\? "
+     r"Known mechanisms: .*report-noisy-max"),
     ('name = "bikes-daily"', 'name = "bikes-hourly"',
-     r"unknown dataset 'bikes-hourly' in key 'name' of \[dataset\]\. Known datasets: .*bikes-daily"),
+     r"unknown dataset 'bikes-hourly' in key 'name' of \[dataset\]\. Did you mean 'bikes-daily'\? Known datasets: "
+     r".*bikes-daily"),
     ("epsilon = [0.1, 1.0]", "epsilom = [0.1, 1.0]",
-     r"key 'epsilom' of \[mechanism\] is not a parameter of mechanism 'report-noisy-max'\. Its parameters are: "
+     r"key 'epsilom' of \[mechanism\] is not a parameter of mechanism 'report-noisy-max'\. Did you mean 'epsilon'\? "
+     r"Its parameters are: "
      r"epsilon \(required\).*Remove or rename the key"),
     ("d = 90", "days = 90", r"key 'days' of \[dataset\] is not a parameter of dataset 'bikes-daily'"),
     ("epsilon = [0.1, 1.0]", "epsilon = []", r"key 'epsilon' of \[mechanism\] is an empty list, so the grid has no "
@@ -305,18 +308,20 @@ def test_same_config_same_metrics_independent_of_grid_and_order(tmp_path):
     assert [r["metrics"] for r in d] != [r["metrics"] for r in a]
 
 
-def test_resume_skips_present_cells_and_keeps_foreign_rows(tmp_path):
+def test_resume_skips_present_cells_and_refuses_another_config(tmp_path):
+    # A results file holds one config (issue 29): a rerun resumes it; another config (another seed, or a grid
+    # that grew) is refused, naming both digests, and writes nothing (tests/sweeps/test_results_binding.py).
     path = tmp_path / "r.jsonl"
     small = rnm_config(mechanism={"name": "report-noisy-max", "noise": "laplace", "epsilon": [0.01, 1]})
     first = run_sweep(small, results_path=path, progress=False)
-    other = run_sweep(rnm_config(seed=3, trials=5), results_path=path, progress=False)  # foreign rows
-    assert first.num_computed == 4 and other.num_computed == 12
-    full = run_sweep(rnm_config(), results_path=path, progress=False)
-    assert full.num_skipped == 4 and full.num_computed == 8
-    again = run_sweep(rnm_config(), results_path=path, progress=False)
-    assert again.num_computed == 0 and again.rows == full.rows
+    assert first.num_computed == 4
+    for other in (rnm_config(seed=3, trials=5), rnm_config()):
+        with pytest.raises(SweepResultsError, match="another config"):
+            run_sweep(other, results_path=path, progress=False)
+    again = run_sweep(small, results_path=path, progress=False)
+    assert again.num_computed == 0 and again.num_skipped == 4 and again.rows == first.rows
     ids = [r["cell_id"] for r in read_rows(path)]
-    assert len(ids) == len(set(ids)) == 4 + 12 + 8
+    assert len(ids) == len(set(ids)) == 4
 
 
 def test_truncated_last_line_is_repaired(tmp_path):
