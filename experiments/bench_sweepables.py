@@ -207,7 +207,8 @@ def run_mechanism(name, mech, *, n, trials, loop_trials, host_trials=4, seed=0):
         return row
     row["params"] = params
     if n < MIN_N.get(name, 0):
-        row["error"] = f"skipped: needs n >= {MIN_N[name]}"
+        row["verdict"] = "SKIP"  # its parameters need more rows (MIN_N): not a failure of the batched path
+        row["skip_reason"] = f"needs n >= {MIN_N[name]}"
         return row
     data_key, mechanism_key = jax.random.split(jax.random.key(seed))
     # Host-side mechanisms: only the rows the loop times are drawn (each trial costs seconds, not microseconds).
@@ -313,6 +314,9 @@ def main(argv=None):
         if "error" in row:
             print(f"{name:34s} {row['n']:5d} {sizes['trials']:6d}  ERROR  {row['error']}")
             continue
+        if row.get("verdict") == "SKIP":
+            print(f"{name:34s} {row['n']:5d} {sizes['trials']:6d}  SKIP   {row['skip_reason']}")
+            continue
         if row["verdict"] == "LOOP":
             print(f"{name:34s} {row['n']:5d} {row['trials']:6d} {'-':>4s} {'-':>10s} {row['loop_s']:10.4f} "
                   f"{'-':>12s} {'LOOP':>7s}  (engine's per-trial path, timed on {row['loop_timed_on']} trials)")
@@ -334,7 +338,9 @@ def main(argv=None):
                 print(f"  {row['mechanism']}: batched path {row['batched_note']}")
         print(f"# loop timed on {min(sizes['trials'], sizes['loop_trials'])} trials per mechanism and scaled "
               f"linearly to T = {sizes['trials']}; load after {meta['load_after']}")
-        print(f"# {len(results) - len(failed) - len(errored) - len(per_trial)} PASS, {len(failed)} FAIL {failed}, "
+        skipped = sum(r.get("verdict") == "SKIP" for r in results)
+        print(f"# {len(results) - len(failed) - len(errored) - len(per_trial) - skipped} PASS, {skipped} SKIP, "
+              f"{len(failed)} FAIL {failed}, "
               f"{len(per_trial)} per-trial only (batched=False), {len(errored)} errors {errored}")
     return {"meta": meta, "results": results}
 

@@ -174,7 +174,7 @@ def _report(records, summary, quick, uniform, reach, plots) -> str:
         f"{epsilons[-1]:g} (log grid, plus ε = {REFERENCE_EPSILON}); seed {SEED}; every trial has its own key "
         "derived from the seed and the grid cell (`gpuprivacy.sweeps`).",
         f"* Sweep: {summary.num_cells} cells ({summary.num_computed} computed now, {summary.num_skipped} "
-        "resumed from `cells.jsonl`).",
+        f"resumed from `{_cells_file(quick)}`).",
         "",
         "## Results",
         "",
@@ -237,7 +237,8 @@ def _report(records, summary, quick, uniform, reach, plots) -> str:
         "## Files",
         "",
         "* `results.json`, `results.csv`: one record per (d, mechanism, ε).",
-        "* `cells.jsonl`: the raw sweep rows (with provenance); re-running into this folder resumes from them.",
+        f"* `{_cells_file(quick)}`: the raw sweep rows (with provenance); re-running the same mode into this folder "
+        "resumes from them (the quick and the full run keep their own files: a results file holds one config).",
         "* `accuracy_d90.png`, `accuracy_d365.png`: the plots above.",
         "* `metadata.json`: seed, git SHA, versions, device, wall time.",
         "",
@@ -245,9 +246,13 @@ def _report(records, summary, quick, uniform, reach, plots) -> str:
     return "\n".join(lines)
 
 
+def _cells_file(quick: bool) -> str:
+    return "cells_quick.jsonl" if quick else "cells.jsonl"
+
+
 def run_rnm_bikes(study_dir: pathlib.Path, *, quick: bool, progress: bool) -> dict:
     config = rnm_bikes_config(quick=quick)
-    summary = run_sweep(config, results_path=study_dir / "cells.jsonl", progress=progress)
+    summary = run_sweep(config, results_path=study_dir / _cells_file(quick), progress=progress)
     records = _records(summary.rows)
     uniform = {}
     for d in DAYS:

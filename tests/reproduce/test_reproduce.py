@@ -45,7 +45,7 @@ def curve(records, d, noise):
 def test_study_folder_has_every_file(study_dir):
     assert study_dir.name == "rnm-bikes" and study_dir.is_dir()
     names = {p.name for p in study_dir.iterdir()}
-    assert {"report.md", "results.json", "results.csv", "metadata.json", "cells.jsonl", "accuracy_d90.png",
+    assert {"report.md", "results.json", "results.csv", "metadata.json", "cells_quick.jsonl", "accuracy_d90.png",
             "accuracy_d365.png"} <= names
 
 
