@@ -39,6 +39,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from _timing import load_average, mode_sizes  # noqa: E402
 
 from gpuprivacy import datasets, sweeps  # noqa: E402
+from gpuprivacy.mechanisms import batched_implementation  # noqa: E402
 from gpuprivacy.sweeps import _trials  # noqa: E402
 
 MECHANISMS = ["piecewise-laplace-median", "inverse-sensitivity-median", "exponential-mechanism-median",
@@ -50,6 +51,24 @@ MODES = {
     "gpu": {"ns": [50, 100, 200, 500, 1000, 2000], "epsilons": [0.25, 0.5, 1.0, 2.0], "trials": 100_000},
 }
 PARAMS = {"lower": -50.0, "upper": 50.0, "clip": True}
+
+
+FIVE_MEDIANS = pathlib.Path(__file__).resolve().parent / "configs" / "five_medians.toml"
+FIVE_MEDIAN_MODES = {  # the config's grid (3 laws x 3 epsilons x 5 mechanisms) at these n and trials
+    "quick": {"ns": [100, 1000, 10000], "trials": 100},
+    "default": {"ns": [100, 1000, 10000], "trials": 1000},
+    "gpu": {"ns": [100, 1000, 10000], "trials": 100_000},
+}
+
+
+def five_medians_config(ns, trials, laws=LAWS):
+    """experiments/configs/five_medians.toml with its n axis, trials and laws replaced."""
+    import tomllib
+
+    cfg = tomllib.loads(FIVE_MEDIANS.read_text())
+    cfg["trials"] = trials
+    cfg["dataset"] = {**cfg["dataset"], "n": list(ns), "name": list(laws)}
+    return cfg
 
 
 def config(ns, epsilons, trials, laws=LAWS):
@@ -86,6 +105,58 @@ def baseline(cells):
         compiled += 1
         for s in range(0, cell.num_trials, chunk):
             np.asarray(run(keys[s:s + chunk]))
+    return time.perf_counter() - start, compiled, compile_s
+
+
+def smart_baseline(cells, params_of=lambda cell: {**PARAMS, **cell.mechanism_params}):
+    """The smart hand loop: epsilon a traced argument, so one compiled program per mechanism and n.
+
+    What a researcher who knows JAX writes without the engine: for each (mechanism, n), one
+    ``jax.jit(jax.vmap(trial))`` taking the trial keys, the datasets and epsilon; per (law, n) one jitted draw;
+    then a loop over the cells (law x epsilon) that draws each cell's datasets and runs the program on them, in
+    chunks of the size the engine would give the cell. A mechanism that cannot be vmapped (the private median,
+    host-routed) runs through its public batched path, :func:`gpuprivacy.mechanisms.run_trials` with
+    ``batched_args=True``, on the same drawn datasets.
+    """
+    mechanisms = sweeps._mechanisms.builtin_sweepables()
+    programs, compiled, compile_s = {}, 0, 0.0
+
+    def program(key, build, *example):
+        nonlocal compiled, compile_s
+        if key not in programs:
+            t0 = time.perf_counter()
+            programs[key] = jax.jit(build()).lower(*example).compile()
+            compile_s += time.perf_counter() - t0
+            compiled += 1
+        return programs[key]
+
+    start = time.perf_counter()
+    for cell in cells:
+        mech = mechanisms[cell.mechanism]
+        dist = datasets.distribution(cell.dataset)
+        n = cell.dataset_params["n"]
+        params = dict(params_of(cell))
+        eps = params.pop("epsilon")
+        chunk = _trials.plan_chunk(n, cell.num_trials, 1, jax.devices()[0].platform)
+        keys = jax.random.split(sweeps.cell_key(cell.seed, cell.cell_id), cell.num_trials)
+        pad = (-cell.num_trials) % chunk  # pad the last chunk (one program per shape), as the engine does
+        keys = jnp.concatenate([keys, keys[:pad]]) if pad else keys
+        data_keys, mech_keys = jax.vmap(jax.random.split, out_axes=1)(keys)
+        draw = program(("draw", cell.dataset, n, chunk),
+                       lambda dist=dist, n=n: jax.vmap(lambda k: dist.draw(k, (n,))), data_keys[:chunk])
+        hook = batched_implementation(mech.release)
+        if hook is None:
+            static = tuple(sorted(params.items()))
+            run = program(("mechanism", cell.mechanism, static, n, chunk),
+                          lambda rel=mech.release, p=params: jax.vmap(
+                              lambda k, x, e: rel(k, x, epsilon=e, **p).value, in_axes=(0, 0, None)),
+                          mech_keys[:chunk], jax.ShapeDtypeStruct((chunk, n), jnp.float64), jnp.float64(eps))
+        for s in range(0, cell.num_trials, chunk):
+            x = draw(data_keys[s:s + chunk])
+            if hook is None:
+                np.asarray(run(mech_keys[s:s + chunk], x, jnp.float64(eps)))
+            else:
+                np.asarray(hook(mech_keys[s:s + chunk], x, batched_args=True, epsilon=eps, **params).value)
     return time.perf_counter() - start, compiled, compile_s
 
 
@@ -136,12 +207,25 @@ def main(argv=None):
     parser.add_argument("--epsilons", type=float, nargs="+")
     parser.add_argument("--trials", type=int)
     parser.add_argument("--laws", nargs="+", default=LAWS, choices=LAWS, help="data laws (default: all three)")
+    parser.add_argument("--study", choices=["five-medians", "four-medians"], default="five-medians",
+                        help="five-medians: experiments/configs/five_medians.toml (default); four-medians: the grid "
+                             "of earlier rounds (ns x epsilons of the mode)")
+    parser.add_argument("--baseline", choices=["smart", "per-cell", "both"], default="smart",
+                        help="smart: epsilon traced, one program per mechanism and n (default); per-cell: one "
+                             "program per cell")
     parser.add_argument("--skip-baseline", action="store_true", help="time the engine only")
     parser.add_argument("--split", action="store_true", help="time the engine's parts (module docstring)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    mode, sizes = mode_sizes(args, MODES)
-    cfg = config(sizes["ns"], sizes["epsilons"], sizes["trials"], args.laws)
+    if args.study == "five-medians":
+        mode, sizes = mode_sizes(args, FIVE_MEDIAN_MODES)
+        cfg = five_medians_config(sizes["ns"], sizes["trials"], args.laws)
+        sizes["epsilons"] = cfg["mechanism"][0]["epsilon"]
+        params_of = lambda cell: dict(cell.mechanism_params)  # noqa: E731  (the config's own parameters)
+    else:
+        mode, sizes = mode_sizes(args, MODES)
+        cfg = config(sizes["ns"], sizes["epsilons"], sizes["trials"], args.laws)
+        params_of = lambda cell: {**PARAMS, **cell.mechanism_params}  # noqa: E731
     cells = sweeps.expand_sweep(cfg)
     load_before = load_average()
     split = _EngineSplit() if args.split else contextlib.nullcontext()
@@ -150,10 +234,19 @@ def main(argv=None):
         summary = sweeps.run_sweep(cfg, results_path=pathlib.Path(tmp) / "r.jsonl", progress=True)
         ours = time.perf_counter() - start
     ours_programs, compile_ours = summary.num_programs_compiled, summary.compile_s
-    base, base_programs, base_compile = (float("nan"), 0, float("nan")) if args.skip_baseline else baseline(cells)
+    skipped = (float("nan"), 0, float("nan"))
+    smart = skipped if args.skip_baseline or args.baseline == "per-cell" else smart_baseline(cells, params_of)
+    per_cell = skipped
+    if not args.skip_baseline and args.baseline != "smart":
+        per_cell = baseline(cells) if args.study == "four-medians" else skipped
+    base, base_programs, base_compile = smart if args.baseline != "per-cell" else per_cell
     result = {
-        "benchmark": "study", "mode": mode, "cells": len(cells), "trials_per_cell": sizes["trials"],
-        "ns": sizes["ns"], "epsilons": sizes["epsilons"], "mechanisms": MECHANISMS, "laws": args.laws,
+        "benchmark": "study", "study": args.study, "baseline": args.baseline, "mode": mode, "cells": len(cells),
+        "trials_per_cell": sizes["trials"], "ns": sizes["ns"], "epsilons": sizes["epsilons"],
+        "mechanisms": sorted({c.mechanism for c in cells}), "laws": args.laws,
+        "programs_loaded_ours": summary.num_programs_loaded,
+        **({"per_cell_baseline_s": round(per_cell[0], 2), "per_cell_ratio": round(per_cell[0] / ours, 2)}
+           if per_cell[0] == per_cell[0] and args.baseline == "both" else {}),
         "ours_s": round(ours, 2), "ours_programs": ours_programs,
         "baseline_s": round(base, 2), "baseline_programs": base_programs,
         "ratio": round(base / ours, 2) if base == base else None,
@@ -170,7 +263,8 @@ def main(argv=None):
     else:
         print(f"study {len(cells)} cells x {sizes['trials']} trials ({mode}):")
         print(f"  engine   {ours:9.2f} s  ({ours_programs} programs compiled in {compile_ours:.1f} s)")
-        print(f"  baseline {base:9.2f} s  ({base_programs} programs, one per cell, compiled in {base_compile:.1f} s)")
+        kind = "one per mechanism and n" if args.baseline != "per-cell" else "one per cell"
+        print(f"  baseline {base:9.2f} s  ({base_programs} programs, {kind}, compiled in {base_compile:.1f} s)")
         print(f"  ratio    {result['ratio']}x   (without compiling: {result['ratio_without_compiling']}x)   "
               f"load {load_before} -> {result['load_after']}")
         if args.split:

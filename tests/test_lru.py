@@ -15,6 +15,7 @@ from gpuprivacy.sweeps import _trials
 CACHES = {
     "sweeps._trials._PROGRAMS": (_trials._PROGRAMS, _trials.MAX_PROGRAMS),
     "sweeps._trials._TRACEABLE": (_trials._TRACEABLE, 1024),
+    "sweeps._trials._GUARANTEES": (_trials._GUARANTEES, 4096),
     "audit._registry._BUILT": (audit_registry._BUILT, 64),
     "audit._streams._OUTPUT_SPECS": (audit_streams._OUTPUT_SPECS, 256),
     "oracle._sandbox._CACHE": (_sandbox._CACHE, 64),

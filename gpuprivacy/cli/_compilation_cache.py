@@ -23,8 +23,9 @@ import pathlib
 
 ENV = "GPUPRIVACY_COMPILATION_CACHE"
 MAX_CACHE_BYTES = 2 * 1024**3
-# Programs that compile faster than this are not worth a file (reading one back costs ~10-20 ms).
-MIN_COMPILE_SECONDS = 0.1
+# Every program is kept, however fast it compiled: a rerun or a resumed sweep then compiles nothing at all
+# (reading a small program back costs about what compiling it does; the folder is bounded by MAX_CACHE_BYTES).
+MIN_COMPILE_SECONDS = 0.0
 
 
 def default_folder() -> pathlib.Path:

@@ -125,6 +125,9 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
                        help="import a module or a .py file first (it may register mechanisms, datasets, metrics); "
                             "repeatable")
+    sweep.add_argument("--plan", action="store_true",
+                       help="a dry run: list the cells still to run, the programs to compile and an estimate, "
+                            "and exit (nothing is computed or written)")
     sweep.add_argument("--no-progress", action="store_true")
     sweep.add_argument("--json", action="store_true", help="print a JSON summary")
 
@@ -361,6 +364,9 @@ def cmd_sweep(args) -> None:
         raise CliError("give a config file (gpuprivacy sweep CONFIG.toml), or --list to see what can be swept.")
     if args.max_trials is not None and args.max_trials < 1:
         raise CliError(f"--max-trials must be >= 1, got {args.max_trials}.")
+    if args.plan:
+        _print_plan(args)
+        return
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", SweepMemoryWarning)
         summary = run_sweep(args.config, results_path=args.results, progress=not args.no_progress,
@@ -378,6 +384,24 @@ def cmd_sweep(args) -> None:
         if row.get("status") == "infeasible":  # reported, not hidden: the sweep went on without these cells
             print(f"infeasible cell {row['cell_id']} ({row['mechanism']}, {row['dataset']} "
                   f"{row['dataset_params']}): {row['error']}", file=sys.stderr)
+
+
+def _print_plan(args) -> None:
+    from gpuprivacy.sweeps import dry_run
+
+    plan = dry_run(args.config, results_path=args.results, max_trials=args.max_trials, chunk=args.chunk)
+    payload = {**plan._asdict(), "results_path": str(plan.results_path)}
+    lines = [f"sweep {plan.name}: {plan.num_cells} cells, {plan.num_done} already in {plan.results_path}, "
+             f"{plan.num_to_run} to run ({plan.num_trials:,} trials)",
+             f"programs to compile: {plan.num_programs} (roughly {plan.estimated_compile_s:.0f} s on a cold "
+             "compilation cache; none on a rerun, which reads them back)"]
+    for block in plan.blocks:
+        params = ", ".join(f"{k}={v}" for k, v in block["dataset_params"].items())
+        lines.append(f"  {block['dataset']}({params}), {block['trials']} trials: {len(block['cells'])} cells, "
+                     f"{block['programs']} new programs" + (f"  INFEASIBLE: {block['infeasible']}"
+                                                            if "infeasible" in block else ""))
+        lines.extend(f"    {cell}" for cell in block["cells"])
+    _emit(args, payload, "\n".join(lines))
 
 
 def cmd_study(args) -> None:

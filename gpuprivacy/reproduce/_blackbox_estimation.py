@@ -65,6 +65,12 @@ def _on_first_rows(oracle_fn, data, rows):
     return float(np.asarray(oracle.evaluate(oracle_fn, data, family))[0])
 
 
+def _mean_se(values) -> float:
+    """The standard error of the mean of ``values`` (sample s.d. / sqrt(n)); nan below two values."""
+    values = np.asarray(values, dtype=np.float64)
+    return float(np.std(values, ddof=1) / math.sqrt(values.size)) if values.size > 1 else math.nan
+
+
 def run_tradeoff(task: str, cfg: dict, *, epsilon: float, beta: float, seed: int, progress: bool = False) -> dict:
     """Error vs oracle calls k for block designs c = 1..max_c on one task (NOT private diagnostics included)."""
     grid = {k: cfg[k] for k in ("lower", "upper", "resolution")}
@@ -99,10 +105,15 @@ def run_tradeoff(task: str, cfg: dict, *, epsilon: float, beta: float, seed: int
             rows.append({
                 "task": task, "c": c, "t": t, "n": n, "m": n - kept, "rows_per_evaluation": kept,
                 "k": design.num_subsets, "aggregation": designs.aggregation_plan(design, 2 * (t // 2)).method,
-                "private_mae": float(np.mean(np.abs(private))), "private_rmse": float(np.sqrt(np.mean(np.square(
-                    private)))), "private_median_ae": float(np.median(np.abs(private))),
+                "trials": len(datasets),
+                # Each mean absolute error with its standard error over the independent datasets.
+                "private_mae": float(np.mean(np.abs(private))), "private_mae_se": _mean_se(np.abs(private)),
+                "private_rmse": float(np.sqrt(np.mean(np.square(private)))),
+                "private_median_ae": float(np.median(np.abs(private))),
                 "nonprivate_n_minus_m_mae": float(np.mean(np.abs(subset_err))),
+                "nonprivate_n_minus_m_mae_se": _mean_se(np.abs(subset_err)),
                 "nonprivate_n_mae": float(np.mean(np.abs(np.asarray(full) - truth))),
+                "nonprivate_n_mae_se": _mean_se(np.abs(np.asarray(full) - truth)),
                 "within_min_max": float(np.mean(inside)), "seconds": time.perf_counter() - start,
             })
     return {"task": task, "t": t, "num_outputs": num_outputs, "truth": truth, "rows": rows}
@@ -137,27 +148,51 @@ def k_vs_lower_bounds(n: int, t: int, epsilon: float, num_outputs: int, max_c: i
     return out
 
 
-def _plot(study_dir: pathlib.Path, result: dict) -> str:
-    from gpuprivacy.reproduce._plots import require_matplotlib
+def plot_tradeoff(result: dict):
+    """The figure of ``tradeoff_<task>.png``: mean absolute error (+-1 s.e. over the datasets) against the oracle
+    calls k, one tick per design (its k and c), the legend below the axes."""
+    from gpuprivacy.reproduce._plots import figure, legend_outside, ticks_at
 
-    Figure, Canvas = require_matplotlib()
-    fig = Figure(figsize=(6, 4))
+    fig = figure(6.4, 4.8)
     ax = fig.add_subplot(1, 1, 1)
     rows = result["rows"]
-    k = [r["k"] for r in rows]
-    ax.plot(k, [r["private_mae"] for r in rows], "o-", label="private M (pure DP)")
-    ax.plot(k, [r["nonprivate_n_minus_m_mae"] for r in rows], "s--", label="non-private f on n - m rows")
-    ax.axhline(rows[0]["nonprivate_n_mae"], color="gray", ls=":", label="non-private f on n rows")
-    ax.plot(k[:1], [rows[0]["private_mae"]], "k*", ms=12, label="sample-and-aggregate (c = 1)")
-    for r in rows:
-        ax.annotate(f"c={r['c']}", (r["k"], r["private_mae"]), textcoords="offset points", xytext=(4, 4))
+    k = np.array([r["k"] for r in rows], dtype=np.float64)
+
+    def se(name):  # nan where a results file predates the standard errors (no bar drawn)
+        return [r.get(f"{name}_se", np.nan) for r in rows]
+
+    # The two series share their k: each is nudged by 4% (a small fixed step on the log axis) so that their
+    # error bars do not hide each other; the ticks stay at the k themselves.
+    ax.errorbar(k / 1.04, [r["private_mae"] for r in rows], yerr=se("private_mae"), color="C0", marker="o",
+                capsize=3, label="private M (pure DP)")
+    ax.errorbar(k * 1.04, [r["nonprivate_n_minus_m_mae"] for r in rows], yerr=se("nonprivate_n_minus_m_mae"),
+                color="C1", marker="s", linestyle="--", capsize=3, label="non-private f on n - m rows")
+    full, full_se = rows[0]["nonprivate_n_mae"], rows[0].get("nonprivate_n_mae_se", np.nan)
+    ax.axhline(full, color="gray", linestyle=":", label="non-private f on n rows (band: ± 1 s.e.)")
+    if np.isfinite(full_se):
+        ax.axhspan(full - full_se, full + full_se, color="gray", alpha=0.15, linewidth=0)
+    ax.plot(k[:1] / 1.04, [rows[0]["private_mae"]], "k*", ms=12, linestyle="none",
+            label="sample-and-aggregate (c = 1)")
     ax.set_xscale("log")
-    ax.set_xlabel("oracle calls k")
-    ax.set_ylabel("mean absolute error")
-    ax.set_title(f"{result['task']}: t = {result['t']}, |Y| = {result['num_outputs']}")
-    ax.legend(fontsize=8)
+    # One tick per design, at its k (the log axis's own ticks at 2x10^1, 3x10^1, ... overlapped).
+    ax.set_xlim(k.min() / 1.6, k.max() * 1.6)
+    ticks_at(fig, ax.xaxis, k, [f"{r['k']}\n(c = {r['c']})" for r in rows])
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel("oracle calls k (block design with c kept blocks)")
+    ax.set_ylabel("mean absolute error (± 1 s.e.)")
+    trials = rows[0].get("trials")
+    ax.set_title(f"{result['task']}: t = {result['t']}, |Y| = {result['num_outputs']}"
+                 + (f", {trials} datasets" if trials else ""), fontsize=10)
+    ax.grid(True, axis="y", alpha=0.3)
+    legend_outside(fig, ax, where="bottom", fontsize=8, ncols=2)
+    return fig
+
+
+def _plot(study_dir: pathlib.Path, result: dict) -> str:
+    from gpuprivacy.reproduce._plots import save_png
+
     name = f"tradeoff_{result['task']}.png"
-    Canvas(fig).print_png(str(study_dir / name))
+    save_png(plot_tradeoff(result), study_dir / name)
     return name
 
 

@@ -60,9 +60,15 @@ from gpuprivacy.sweeps._registry import register_sweep_dataset as register_sweep
 from gpuprivacy.sweeps._registry import register_sweep_mechanism as register_sweep_mechanism
 from gpuprivacy.sweeps._frame import flat_rows as flat_rows
 from gpuprivacy.sweeps._frame import read_results as read_results
+from gpuprivacy.sweeps._frame import paired_rows as paired_rows
+from gpuprivacy.sweeps._frame import read_paired as read_paired
+from gpuprivacy.sweeps._paired import paired_table as paired_table
+from gpuprivacy.sweeps._nonprivate import NotPrivate as NotPrivate
 from gpuprivacy.sweeps._results import SweepResultsError as SweepResultsError
 from gpuprivacy.sweeps._run import SweepSummary as SweepSummary
 from gpuprivacy.sweeps._run import SweepMemoryWarning as SweepMemoryWarning
 from gpuprivacy.sweeps._run import cell_key as cell_key
 from gpuprivacy.sweeps._run import data_key as data_key
 from gpuprivacy.sweeps._run import run_sweep as run_sweep
+from gpuprivacy.sweeps._plan import SweepDryRun as SweepDryRun
+from gpuprivacy.sweeps._plan import dry_run as dry_run

@@ -190,6 +190,13 @@ def _expand_table(source: str, where: str, table: dict, kind: str) -> list[tuple
                 axes[key] = _as_list(source, where, key, value)
         else:
             for key in given:
+                if key not in entry.parameters and entry.kind == "release" and not entry.payload.private:
+                    raise SweepConfigError(
+                        f"{source}: key {key!r} of {where} is not a parameter of {kind} {name!r}: {name} is NOT "
+                        "private (it releases the exact statistic, with no noise and no guarantee) and takes no "
+                        f"privacy parameter. Give it a [[mechanism]] table of its own without {key!r} (e.g. "
+                        f"name = \"{name}\", statistic = \"median\"); it is paired with the private cells of its "
+                        f"statistic at every {key}. Its parameters are: {_describe_parameters(entry.parameters)}.")
                 if key not in entry.parameters:
                     hint = did_you_mean(key, list(entry.parameters))
                     raise SweepConfigError(

@@ -9,7 +9,8 @@ from gpuprivacy.sweeps._results import DIGEST_KEY, read_rows
 # Row fields that describe the cell (kept first, in this order, when present).
 _IDENTITY = ("sweep", "config_digest", "seed", "cell_id", "mechanism", "dataset", "num_trials", "n", "status",
              "target", "population_value", "error")
-_DROPPED = ("schema", DIGEST_KEY)
+# "paired": a list per cell (its paired differences), one record per pair in read_paired / paired_rows.
+_DROPPED = ("schema", DIGEST_KEY, "paired")
 
 
 def flat_rows(path: str | os.PathLike) -> list[dict]:
@@ -19,6 +20,7 @@ def flat_rows(path: str | os.PathLike) -> list[dict]:
     mechanism parameter already has is ``dataset_<name>``); the guarantee becomes ``guarantee`` (its type)
     and ``guarantee_<field>``; metrics keep their names (``mae``, ``mae_se``, ...) unless a column already
     has it, then ``metric_<name>``; the environment fields (versions, device, timestamp) stay as they are.
+    A row's paired differences (a list) are left out: :func:`paired_rows` and :func:`read_paired` give them.
     """
     out = []
     for row in read_rows(path):
@@ -62,3 +64,33 @@ def read_results(path: str | os.PathLike):
         raise ImportError("read_results returns a pandas DataFrame; install pandas (pip install "
                           "\"gpuprivacy[pandas]\"), or use gpuprivacy.sweeps.flat_rows for a list of dicts.") from None
     return pandas.DataFrame.from_records(flat_rows(path))
+
+
+def paired_rows(path: str | os.PathLike) -> list[dict]:
+    """The paired differences of a results file (digest-checked), one flat dict per (cell, comparable cell).
+
+    Each has the cell (``sweep``, ``cell_id``, ``mechanism``, ``dataset``, ``num_trials``, ``n``), its mechanism
+    and dataset parameters as columns (as :func:`flat_rows` names them), the other cell (``versus_cell``,
+    ``versus_mechanism`` and its parameters as ``versus_<name>``) and the pair's fields: ``trials``,
+    ``abs_error_difference`` and ``_se``, ``population_abs_error_difference`` and ``_se``, ``win_rate`` and
+    ``_se``, ``population_win_rate`` and ``_se``, ``tie_rate`` and, where a mean is undefined, ``note``
+    (see gpuprivacy/sweeps/_paired.py).
+    """
+    from gpuprivacy.sweeps._paired import paired_records
+
+    return paired_records(read_rows(path))
+
+
+def read_paired(path: str | os.PathLike):
+    """A results file's paired differences as a ``pandas.DataFrame``, one row per pair (see :func:`paired_rows`).
+
+    Examples:
+      >>> pairs = read_paired("results/five_medians.jsonl")  # doctest: +SKIP
+      >>> pairs[pairs.versus_mechanism == "nonprivate"][["mechanism", "epsilon", "abs_error_difference"]]  # doctest: +SKIP
+    """
+    try:
+        import pandas
+    except ImportError:  # pragma: no cover - depends on the environment
+        raise ImportError("read_paired returns a pandas DataFrame; install pandas (pip install "
+                          "\"gpuprivacy[pandas]\"), or use gpuprivacy.sweeps.paired_rows for a list of dicts.") from None
+    return pandas.DataFrame.from_records(paired_rows(path))

@@ -142,6 +142,24 @@ def _oracle_population(distribution, dist_params, params):
     return None
 
 
+def _named_statistic(x, params):
+    # The nonprivate baseline's target (sweeps/_nonprivate.py): the statistic its ``statistic`` parameter names,
+    # by the private mechanisms' own target functions (so the baseline's value is their target), or the mean.
+    params = {k: v for k, v in params.items() if v is not None}
+    statistic = params.get("statistic", "median")
+    return jnp.mean(x) if statistic == "mean" else TARGETS[statistic].statistic(x, params)
+
+
+def _named_statistic_population(distribution, dist_params, params):
+    params = {k: v for k, v in params.items() if v is not None}
+    statistic = params.get("statistic", "median")
+    if statistic == "mean":
+        return _population("mean")(distribution, dist_params, params)
+    if statistic in ("median", "quantile", "oracle"):
+        return TARGETS[statistic].population(distribution, dist_params, params)
+    return None  # clipped-mean, identity, count, row-mean: no law states them
+
+
 def _oracle_indicator(x, params):
     return (_oracle(x, params) >= params["cutoff"]).astype(jnp.int32)
 
@@ -193,6 +211,8 @@ TARGETS: dict[str, Target] = {
     "row-mean": Target(_row_mean, _no_population, "real"),
     "oracle": Target(_oracle, _oracle_population, "real"),
     "oracle-indicator": Target(_oracle_indicator, _no_population, "index"),
+    # The nonprivate baseline's: the real-valued statistic named by its ``statistic`` parameter.
+    "named-statistic": Target(_named_statistic, _named_statistic_population, "real"),
 }
 
 
@@ -217,6 +237,9 @@ class SweepableMechanism(NamedTuple):
       neighbours: the neighbour relation on a trial's data vector under which the guarantee holds, one of
         :data:`NEIGHBOUR_RELATIONS` (``"unstated"`` for a mechanism registered without one); every row's
         guarantee names it, so a reader can compare with a library that states another relation.
+      private: False only for the ``nonprivate`` baseline (the exact statistic, no privacy guarantee): it is
+        exempt from the auditor's registry and its rows carry no epsilon (tested: the only such sweepable).
+        Not settable through :func:`make_sweepable` or :func:`~gpuprivacy.sweeps.register_mechanism`.
     """
 
     name: str
@@ -229,6 +252,7 @@ class SweepableMechanism(NamedTuple):
     order_invariant: bool = False
     neighbours: str = "unstated"
     error_has_no_mean: Callable | None = None
+    private: bool = True
 
 
 def _cauchy_noise(params) -> bool:
@@ -249,6 +273,7 @@ NEIGHBOUR_RELATIONS = {
                "the declared sensitivity",
     "swap-or-add-remove": "either: one record replaced, added or removed changes the count by at most 1",
     "unstated": "the mechanism was registered without stating its relation",
+    "none": "not private: the release is the exact statistic (the nonprivate baseline), under no relation",
 }
 # Built-ins by target family: the statistics of a sample (medians, quantiles, clipped means, their adapters,
 # the row mean of the vector mechanism) are private under swap with n public (Durfee 2025, Sec. 2; Tzamos et
@@ -336,7 +361,8 @@ def signature_parameters(fn: Callable, *, skip: frozenset = frozenset()) -> dict
 # the name says what a sensible value is, else by type: a message never ends in a placeholder.
 _EXAMPLE_VALUES = {"epsilon": 1.0, "delta": 1e-6, "rho": 0.5, "beta": 0.05, "sensitivity": 1.0, "lower": 0.0,
                    "upper": 1.0, "threshold": 0.5, "quantile": 0.5, "oracle": "median", "statistic": "median",
-                   "noise": "gumbel", "calibration": "analytic", "norm": "l2", "design": "auto"}
+                   "noise": "gumbel", "calibration": "analytic", "norm": "l2", "design": "auto",
+                   "cutoff": 0.5, "dim": 2}
 _EXAMPLE_BY_TYPE = {"float": 1.0, "int": 10, "bool": True, "str": "median"}
 
 
@@ -446,6 +472,13 @@ def _builtin_table():
     for name, (release, target, batched) in ADAPTERS.items():
         out[name] = make_sweepable(release, target=target, name=name, batched=batched,
                                    neighbours="add-remove-slot" if name in _BLACKBOX else _NEIGHBOURS_BY_TARGET[target])
+    # The baseline: the exact statistic, NOT private (private=False: no guarantee, not audited, no epsilon).
+    from gpuprivacy.sweeps._nonprivate import make_nonprivate
+
+    nonprivate = make_nonprivate(_named_statistic)
+    out["nonprivate"] = make_sweepable(nonprivate, target="named-statistic", neighbours="none")._replace(
+        description="NOT PRIVATE: the exact statistic of each trial's data (no noise, no guarantee), the baseline "
+                    "that private errors are compared with", private=False)
     return out
 
 

@@ -232,7 +232,7 @@ def _default_text(spec: SweepParameter) -> str:
 def describe_sweepables() -> dict:
     """Everything a config can name, for ``gpuprivacy sweep --list [--json]``.
 
-    ``{"mechanisms": {name: {"description", "parameters": {p: default}, "target"}}, "datasets": {...},
+    ``{"mechanisms": {name: {"description", "parameters": {p: default}, "target", "private"}}, "datasets": {...},
     "metrics": {name: {"description"}}, "not_sweepable": {name: reason}}``; a parameter's default is
     ``"REQUIRED"`` when a config must set it.
     """
@@ -246,6 +246,7 @@ def describe_sweepables() -> dict:
                 "parameters": {p: _default_text(s) for p, s in (entry.parameters or {}).items()}}
         if entry.kind == "release":
             item["target"] = entry.payload.target
+            item["private"] = entry.payload.private  # False: the nonprivate baseline only
         mechanisms[name] = item
     datasets = {}
     for name, description in list_sweep_datasets().items():

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import os
 import pathlib
 import time
@@ -15,14 +14,15 @@ import numpy as np
 
 from gpuprivacy._progress import Progress
 from gpuprivacy.sweeps import _registry, _trials
-from gpuprivacy.mechanisms import guarantee_of
 from gpuprivacy.sweeps._config import (SweepCell, SweepConfigError, canonical_json, cell_id_of, config_digest,
                                       expand_config)
-from gpuprivacy.sweeps._mechanisms import TARGETS
-from gpuprivacy.sweeps._metrics import MEAN_METRICS, cell_metrics
-from gpuprivacy.sweeps._trials import ROWS_OUTSIDE_DOMAIN, CellRequest, DataSpec, run_cells
+from gpuprivacy.sweeps._preflight import (check_dataset_parameters, cells_to_do,
+                                          resolve_results_path)
+from gpuprivacy.sweeps._rows import (OUT_OF_MEMORY, infeasible_row, out_of_memory, study_row, summary_metrics,
+                                     with_paired)
+from gpuprivacy.sweeps._trials import CellRequest, DataSpec, run_cells
 from gpuprivacy.sweeps._provenance import environment_info, utc_timestamp
-from gpuprivacy.sweeps._results import DIGEST_KEY, ResultsFile, SweepResultsError, read_rows
+from gpuprivacy.sweeps._results import DIGEST_KEY, ResultsFile, read_rows
 
 SCHEMA_VERSION = 1
 
@@ -47,10 +47,13 @@ class SweepSummary(NamedTuple):
       num_infeasible: cells whose row says ``"status": "infeasible"`` (the mechanism refused to run
         them, e.g. a plan beyond its budget; the row holds the error).
       num_programs_compiled: programs this process compiled for the study engine during this call
-        (draws and mechanism programs; a grid over traced parameters such as epsilon adds none).
-      compile_s: seconds this process spent compiling them (included in ``wall_s``).
+        (draws and mechanism programs; a grid over traced parameters such as epsilon adds none). Programs
+        read back from JAX's persistent compilation cache (on by default for the command line: a rerun or a
+        resumed sweep) are not compiled: they count in ``num_programs_loaded``.
+      compile_s: seconds this process spent compiling or loading them (included in ``wall_s``).
       num_out_of_memory: cells that ran out of device memory in this call. They have no row (``rows``
         lacks them): a later run computes them; a :class:`SweepMemoryWarning` says to lower the chunk.
+      num_programs_loaded: programs read back from the persistent compilation cache instead of compiled.
     """
 
     name: str
@@ -64,6 +67,7 @@ class SweepSummary(NamedTuple):
     num_programs_compiled: int = 0
     compile_s: float = 0.0
     num_out_of_memory: int = 0
+    num_programs_loaded: int = 0
 
 
 def cell_key(seed: int, cell_id: str) -> jax.Array:
@@ -77,17 +81,6 @@ def cell_key(seed: int, cell_id: str) -> jax.Array:
     key = jax.random.key(seed)
     key = jax.random.fold_in(key, (word >> 32) & 0xFFFFFFFF)
     return jax.random.fold_in(key, word & 0xFFFFFFFF)
-
-
-def _metrics(cell: SweepCell, raw) -> dict:
-    if not isinstance(raw, Mapping) or not raw:
-        raise TypeError(f"sweep mechanism {cell.mechanism!r} must return a non-empty dict of metrics, got "
-                        f"{type(raw).__name__}.")
-    out = {}
-    for name, value in raw.items():
-        value = float(np.asarray(value))  # raises for non-scalars
-        out[str(name)] = value if math.isfinite(value) else None  # JSON has no NaN/inf: stored as null
-    return out
 
 
 def run_sweep(config: str | os.PathLike | Mapping, *, results_path: str | os.PathLike | None = None,
@@ -150,19 +143,17 @@ def run_sweep(config: str | os.PathLike | Mapping, *, results_path: str | os.Pat
                                f"equal share of a chunk's trials), got {chunk}. Pass e.g. chunk={below} or "
                                f"chunk={above}, or None to size it by the memory budget.")
     programs_before, compile_before = _trials.COMPILE_COUNT[0], _trials.COMPILE_SECONDS[0]
+    loaded_before = _trials.LOAD_COUNT[0]
     plan = expand_config(config, max_trials=max_trials)
-    _check_dataset_parameters(plan, plan.cells)  # before the results file is created
-    if results_path is None:
-        stem = pathlib.Path(config).stem if not isinstance(config, Mapping) else plan.name
-        results_path = pathlib.Path("results") / f"{stem}.jsonl"
-    results_path = pathlib.Path(results_path)
+    check_dataset_parameters(plan, plan.cells)  # before the results file is created
+    results_path = resolve_results_path(config, plan, results_path)
     env = environment_info()
     if jax.process_count() > 1:
         rows, computed, out_of_memory = _run_processes(plan, results_path, env, chunk, progress)
     else:
         with ResultsFile(results_path) as results:
             done = {row["cell_id"]: row for row in results.rows}
-            todo = _todo(plan, done, results_path)
+            todo = cells_to_do(plan, done, results_path)
             computed, out_of_memory = _compute(plan, todo, env, chunk, progress, results, done)
         rows = [done[cell.cell_id] for cell in plan.cells if cell.cell_id in done]  # not: out of memory
     if out_of_memory:
@@ -178,60 +169,8 @@ def run_sweep(config: str | os.PathLike | Mapping, *, results_path: str | os.Pat
                         num_infeasible=sum(row.get("status") == "infeasible" for row in rows),
                         num_programs_compiled=_trials.COMPILE_COUNT[0] - programs_before,
                         compile_s=_trials.COMPILE_SECONDS[0] - compile_before,
-                        num_out_of_memory=len(out_of_memory))
-
-
-def _check_one_config(plan, done: dict, results_path) -> None:
-    """A results file holds the rows of one config: rows of another (an edited seed, trials or grid) are refused
-    with both digests named, so a report never mixes them."""
-    mine = config_digest(plan)
-    ids = {cell.cell_id for cell in plan.cells}
-    for row in done.values():
-        theirs = row.get("config_digest")
-        if theirs == mine or (theirs is None and row.get("cell_id") in ids):
-            continue  # this config's row (or, from before digests, one of its cells)
-        raise SweepResultsError(
-            f"{results_path} holds the results of another config (config digest {theirs or 'none'}, cell "
-            f"{row.get('cell_id')}) and this config's digest is {mine}: an edited config (seed, trials, grid) "
-            "writes a new file. Pass another results path (--results NEW.jsonl), or delete the file to start "
-            "over; rerun the same config to resume it.")
-
-
-def _todo(plan, done: dict, results_path) -> list:
-    """The cells not in ``done``, after checking that every row found belongs to its cell id."""
-    _check_one_config(plan, done, results_path)
-    for cell in plan.cells:
-        row = done.get(cell.cell_id)
-        if row is not None and any(row.get(k) != v for k, v in cell.canonical().items()):
-            found = {k: row.get(k) for k in cell.canonical()}
-            raise SweepResultsError(
-                f"{results_path}: the row with cell_id {cell.cell_id} has parameters {found}, but that id "
-                f"belongs to {cell.canonical()}. The file was edited or written by an incompatible version; "
-                "move it aside or pass another results_path.")
-    todo = [cell for cell in plan.cells if cell.cell_id not in done]
-    _check_release_parameters(plan, todo)
-    return todo
-
-
-def _check_dataset_parameters(plan, cells) -> None:
-    """Every distinct data law of the cells is checked by the law itself (``check_parameters``) before any cell
-    runs and before the results file is created: ``scale = -1``, ``df = 0`` or ``low >= high`` is an error naming
-    the dataset, the parameters and the law's message, not an infeasible row."""
-    checked = set()
-    for cell in cells:
-        entry = _registry.get_dataset(cell.dataset)
-        if entry.kind != "drawn":
-            continue
-        params = {k: v for k, v in cell.dataset_params.items() if k not in ("n", "fresh")}
-        ident = canonical_json([cell.dataset, params])
-        if ident in checked:
-            continue
-        checked.add(ident)
-        try:
-            entry.payload.check_parameters(**params)
-        except (ValueError, TypeError) as err:
-            raise SweepConfigError(f"{plan.source}: dataset {cell.dataset!r} with parameters {params} is refused "
-                                   f"by its law: {err} Fix it in the [dataset] table.") from None
+                        num_out_of_memory=len(out_of_memory),
+                        num_programs_loaded=_trials.LOAD_COUNT[0] - loaded_before)
 
 
 def data_key(seed: int, cell: SweepCell) -> jax.Array:
@@ -244,7 +183,7 @@ def data_key(seed: int, cell: SweepCell) -> jax.Array:
     return cell_key(seed, cell_id_of({"seed": seed, "dataset": cell.dataset, "dataset_params": cell.dataset_params}))
 
 
-def _blocks(todo) -> list[list]:
+def blocks_of(todo) -> list[list]:
     """The cells to do, in blocks that share their datasets (same dataset, parameters and trials), in grid
     order of each block's first cell; a cell that does not run on the study engine is a block of its own."""
     blocks: dict = {}
@@ -262,7 +201,7 @@ def _compute(plan, todo, env, chunk, progress, results, done, select: tuple[int,
 
     Returns the number of rows written and ``[(cell, error)]`` for the cells that ran out of device memory
     (not written, so that a later run computes them)."""
-    blocks = _blocks(todo)[select[0]::select[1]]
+    blocks = blocks_of(todo)[select[0]::select[1]]
     data_cache: dict[str, tuple[jax.Array, _registry.SweepData]] = {}
     computed, out_of_memory = 0, []
     with Progress(sum(cell.num_trials for block in blocks for cell in block), label=f"sweep {plan.name}",
@@ -276,7 +215,7 @@ def _compute(plan, todo, env, chunk, progress, results, done, select: tuple[int,
                 try:
                     rows = [_cell_row(block[0], entry, data_cache)]
                 except (MemoryError, RuntimeError) as err:
-                    if not _out_of_memory(err):
+                    if not out_of_memory(err):
                         raise
                     rows = [{"status": OUT_OF_MEMORY, "error": f"{type(err).__name__}: {err}"[:2000]}]
                 bar.update(block[0].num_trials)
@@ -344,7 +283,7 @@ def _run_processes(plan, results_path: pathlib.Path, env, chunk, progress) -> tu
         _merge_parts(plan, results_path)
     multihost_utils.sync_global_devices("gpuprivacy sweep: parts merged")
     done = {row["cell_id"]: row for row in read_rows(results_path)} if results_path.exists() else {}
-    todo = _todo(plan, done, results_path)
+    todo = cells_to_do(plan, done, results_path)
     with ResultsFile(results_path.with_name(f"{results_path.name}.process{me}")) as part:
         computed, out_of_memory = _compute(plan, todo, env, chunk, progress and me == 0, part, dict(done),
                                            select=(me, processes))
@@ -364,12 +303,12 @@ def _cell_row(cell: SweepCell, entry, data_cache: dict) -> dict:
         data_cache[data_id] = (jnp.asarray(data.queries), data)
     queries, data = data_cache[data_id]
     params = dict(cell.mechanism_params, sensitivity=data.sensitivity, query_max=data.query_max)
-    metrics = _metrics(cell, entry.fn(cell_key(cell.seed, cell.cell_id), queries, params, cell.num_trials))
+    metrics = summary_metrics(cell, entry.fn(cell_key(cell.seed, cell.cell_id), queries, params, cell.num_trials))
     return {"num_queries": int(data.queries.shape[0]), "sensitivity": data.sensitivity,
             "query_max": data.query_max, "metrics": metrics}
 
 
-def _data_spec(cell: SweepCell) -> DataSpec:
+def data_spec(cell: SweepCell) -> DataSpec:
     entry = _registry.get_dataset(cell.dataset)
     if entry.kind == "drawn":
         params = dict(cell.dataset_params)
@@ -379,12 +318,9 @@ def _data_spec(cell: SweepCell) -> DataSpec:
     return DataSpec(cell.dataset, int(data.queries.shape[0]), {}, fixed=data.queries, fresh=False)
 
 
-# The status of a cell that ran out of device memory: never written, so a rerun computes it.
-OUT_OF_MEMORY = "out-of-memory"
-
 # What a mechanism raises for a cell it cannot run (a parameter it refuses for this data size, a plan beyond
 # its budget, memory): the cell's row records it and the sweep goes on. Anything else is a bug and propagates.
-_INFEASIBLE = (ValueError, TypeError, ArithmeticError, MemoryError, RuntimeError)
+INFEASIBLE = (ValueError, TypeError, ArithmeticError, MemoryError, RuntimeError)
 
 
 def _study_rows(block: list, chunk, bar) -> list[dict]:
@@ -393,121 +329,29 @@ def _study_rows(block: list, chunk, bar) -> list[dict]:
     All at once first; if that fails, cell by cell, so that an infeasible cell gets a row saying why
     (``"status": "infeasible"``, null metrics) and its block-mates their results.
     """
-    data = _data_spec(block[0])
+    data = data_spec(block[0])
     key = data_key(block[0].seed, block[0])
     requests = [CellRequest(_registry.get_mechanism(cell.mechanism).payload, dict(cell.mechanism_params),
                             cell_key(cell.seed, cell.cell_id)) for cell in block]
     try:
         exact = bool(block[0].options.get("exact", False))
         trials = run_cells(requests, data, block[0].num_trials, data_key=key, chunk=chunk, progress=bar, exact=exact)
-        return [_study_row(cell, request.mechanism, data, t) for cell, request, t in zip(block, requests, trials)]
-    except _INFEASIBLE as err:
+        rows = [study_row(cell, request.mechanism, data, t) for cell, request, t in zip(block, requests, trials)]
+        return with_paired(block, requests, trials, rows)
+    except INFEASIBLE as err:
         if len(block) == 1:
-            return [_infeasible_row(block[0], data, requests[0].mechanism, err)]
-    rows = []
+            return [infeasible_row(block[0], data, requests[0].mechanism, err)]
+    rows, trials = [], []
     for cell, request in zip(block, requests):
         try:
             (t,) = run_cells([request], data, cell.num_trials, data_key=key, chunk=chunk,
                              exact=bool(cell.options.get("exact", False)))
-            rows.append(_study_row(cell, request.mechanism, data, t))
-        except _INFEASIBLE as err:
-            rows.append(_infeasible_row(cell, data, request.mechanism, err))
-    return rows
-
-
-def _out_of_memory(err: Exception) -> bool:
-    """Whether ``err`` says the device ran out of memory (a condition of this run, not of the cell)."""
-    text = str(err)
-    return isinstance(err, MemoryError) or "RESOURCE_EXHAUSTED" in text or "Out of memory" in text \
-        or "out of memory" in text
-
-
-def _infeasible_row(cell: SweepCell, data: DataSpec, mechanism, err: Exception | str) -> dict:
-    if not isinstance(err, str) and _out_of_memory(err):
-        # Not stored: a later run (another --chunk, a larger device) computes it; "infeasible" would be for good.
-        return {"status": OUT_OF_MEMORY, "error": f"{type(err).__name__}: {err}"[:2000]}
-    message = err if isinstance(err, str) else f"{type(err).__name__}: {err}".strip()
-    return {"n": data.n, "status": "infeasible", "error": message[:2000], "guarantee": None,
-            "target": mechanism.target, "population_value": None, "chunk": None, "devices": None,
-            "metrics": {}}
-
-
-def _study_row(cell: SweepCell, mechanism, data: DataSpec, trials) -> dict:
-    outside = trials.info.get(ROWS_OUTSIDE_DOMAIN)
-    if outside is not None and np.any(np.asarray(outside) > 0):
-        return _outside_domain_row(cell, data, mechanism, np.asarray(outside))
-    no_mean = mechanism.error_has_no_mean is not None and bool(mechanism.error_has_no_mean(cell.mechanism_params))
-    metrics = cell_metrics(trials, cell.mechanism_params, target_kind=TARGETS[mechanism.target].kind,
-                           coverage_radius=cell.options.get("coverage_radius"),
-                           extra=tuple(cell.options.get("metrics", ())), error_has_no_mean=no_mean)
-    metrics = {k: (float(v) if math.isfinite(v) else None) for k, v in metrics.items()}
-    notes = {"undefined_metrics": f"{', '.join(m for m in MEAN_METRICS if not m.endswith('_se'))} undefined: "
-                                  "this release's error has no mean (Cauchy noise, unclamped), so a sample mean "
-                                  "estimates nothing; compare abs_error_q50, abs_error_q90, abs_error_q99"} \
-        if no_mean else {}
-    guarantee = _guarantee_json(trials.guarantee)
-    if guarantee is not None:
-        guarantee["neighbours"] = mechanism.neighbours  # the relation under which it holds (a reader compares)
-    return {"n": data.n, "status": "ok", **notes, "guarantee": guarantee, "target": mechanism.target,
-            "population_value": trials.population, "chunk": trials.chunk, "devices": trials.devices,
-            "metrics": metrics}
-
-
-def _outside_domain_row(cell: SweepCell, data: DataSpec, mechanism, outside: np.ndarray) -> dict:
-    """The row of a cell whose data have rows outside the declared domain and that does not clip.
-
-    The direct call raises on such data ("data has k row(s) outside the declared domain"); the sweep says so in
-    the cell's row instead of reporting a release on data the mechanism never accepted.
-    """
-    params = cell.mechanism_params
-    first = int(np.argmax(outside > 0))
-    message = (f"ValueError: the data of {int(np.sum(outside > 0))} of {outside.shape[0]} trials have rows outside "
-               f"the declared domain [lower, upper] = [{params.get('lower')!r}, {params.get('upper')!r}] (trial "
-               f"{first}: {int(outside[first])} of {data.n} rows), and the cell does not clip. Set clip = true in "
-               f"the mechanism's parameters to clamp them to the domain, or widen lower/upper (public values, not "
-               f"read from the data).")
-    return _infeasible_row(cell, data, mechanism, message)
-
-
-def _guarantee_json(guarantee) -> dict | None:
-    if guarantee is None:
-        return None
-    fields = {k: float(v) for k, v in vars(guarantee).items()} if hasattr(guarantee, "__dict__") else {}
-    return {"type": type(guarantee).__name__, **fields}
-
-
-def _check_release_parameters(plan, cells) -> None:
-    """Every distinct (mechanism, parameters) of the study cells is checked by the mechanism itself, before any
-    cell runs: its guarantee is stated abstractly (no noise) on a small dataset of each data size in the sweep,
-    so a value the mechanism refuses (epsilon <= 0, lower >= upper, an unstatable guarantee) is an error naming
-    the cell. Refused at some sizes only, the parameters are valid and those cells are infeasible: they run,
-    and their rows say why they could not."""
-    outcomes: dict[str, list] = {}
-    checked = set()
-    for cell in cells:
-        entry = _registry.get_mechanism(cell.mechanism)
-        if entry.kind != "release":
-            continue
-        n = int(cell.dataset_params.get("n", 8)) if _registry.get_dataset(cell.dataset).kind == "drawn" else 8
-        ident = canonical_json([cell.mechanism, cell.mechanism_params])
-        if (ident, n) in checked:
-            continue
-        checked.add((ident, n))
-        params = cell.mechanism_params
-        lower, upper = params.get("lower", -math.inf), params.get("upper", math.inf)
-        # A small dataset inside the mechanism's public bounds, so only the parameters can be refused.
-        example = (jnp.full((n,), (lower + upper) / 2, jnp.float64) if math.isfinite(lower) and math.isfinite(upper)
-                   else jnp.linspace(0.0, 1.0, n, dtype=jnp.float64))
-        try:
-            guarantee_of(entry.payload.release, jax.random.key(0), example, **cell.mechanism_params)
-            outcomes.setdefault(ident, []).append(None)
-        except (ValueError, TypeError) as err:
-            outcomes.setdefault(ident, []).append((cell, err))
-    for results in outcomes.values():
-        if all(result is not None for result in results):
-            cell, err = results[0]
-            raise SweepConfigError(f"{plan.source}: the cell {canonical_json(cell.canonical())} is refused by "
-                                   f"{cell.mechanism}: {err}")
+            rows.append(study_row(cell, request.mechanism, data, t))
+            trials.append(t)
+        except INFEASIBLE as err:
+            rows.append(infeasible_row(cell, data, request.mechanism, err))
+            trials.append(None)
+    return with_paired(block, requests, trials, rows)  # the same data key: still the same datasets
 
 
 def _load_data(cell: SweepCell) -> _registry.SweepData:

@@ -19,8 +19,7 @@ chunk is sized by a byte budget (:func:`gpuprivacy._memory.chunk_budget_bytes`).
 
 from __future__ import annotations
 
-import functools
-import inspect
+import json
 import time
 from typing import Any, NamedTuple
 
@@ -29,42 +28,25 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, PartitionSpec
 
-from gpuprivacy._checks import data_checked_by_caller
 from gpuprivacy._lru import LRUCache
 from gpuprivacy._memory import chunk_budget_bytes
 from gpuprivacy._sort import sort
 from gpuprivacy.mechanisms import batched_implementation, guarantee_of
 from gpuprivacy.sweeps._mechanisms import TARGETS, SweepableMechanism
+from gpuprivacy.sweeps._one_trial import (_TRACEABLE, DataSpec, ROWS_OUTSIDE_DOMAIN, _draw_fn,  # noqa: F401
+                                          _exact_values, _info_scalars, _mechanism_fn, _split, _valid,
+                                          traceable_parameters)
+from gpuprivacy.sweeps._program_cache import (_PROGRAMS, COMPILE_COUNT, COMPILE_SECONDS, LOAD_COUNT,  # noqa: F401
+                                              MAX_PROGRAMS, _compiled)
 
 TRIALS_AXIS = "trials"
 # Bytes one trial touches per data value: the draw, a sorted copy, the mechanism's temporaries.
 _BYTES_PER_VALUE = 64
 _MIN_CHUNK = 8
-
-# ("draw" | "mechanism" | "target", what the program depends on...) -> compiled program, least recently used
-# first. Bounded: every compiled program holds executable memory (XLA:CPU maps some per program), and a long
-# session sweeping many shapes would otherwise keep them all.
-MAX_PROGRAMS = 128
-_PROGRAMS = LRUCache(MAX_PROGRAMS)
-# (mechanism, static params) -> the float parameters it accepts traced (probed abstractly; small entries).
-_TRACEABLE = LRUCache(1024)
-COMPILE_COUNT = [0]  # programs compiled by this process (for tests, the benchmarks and the sweep summary)
-COMPILE_SECONDS = [0.0]  # and the seconds spent compiling them
-
-
-class DataSpec(NamedTuple):
-    """Where a trial's data comes from.
-
-    ``distribution`` draws ``n`` values from a key with traced ``params``; or ``fixed``
-    holds one array for every trial. ``fresh``: a new draw per trial (else one per cell).
-    """
-
-    name: str
-    n: int
-    params: dict
-    distribution: Any = None
-    fixed: np.ndarray | None = None
-    fresh: bool = True
+# Data values per call of a mechanism's own batched driver (32 MB of float64): see run_cells.
+_HOOK_VALUES = 4_000_000
+# (mechanism, parameters, data shape) -> the guarantee its release states (see _guarantee); small entries.
+_GUARANTEES = LRUCache(4096)
 
 
 class CellTrials(NamedTuple):
@@ -116,142 +98,40 @@ def plan_chunk(n: int, num_trials: int, num_devices: int, platform: str, chunk: 
     return per_device * num_devices
 
 
-def _split(params: dict, traceable: tuple) -> tuple[tuple, dict]:
-    static = tuple(sorted((k, v) for k, v in params.items() if k not in traceable))
-    traced = {k: jnp.asarray(v, jnp.float64) for k, v in params.items() if k in traceable}
-    return static, traced
+# Parameters that set how private a release is; a target statistic never reads them (a target that did would
+# fail loudly, with a KeyError), so the target program of an epsilon grid is one program, not one per epsilon.
+_PRIVACY_PARAMETERS = frozenset({"epsilon", "delta", "rho"})
 
 
-def _info_scalars(info, leading: tuple = ()) -> dict:
-    """The numeric fields of a release's ``info`` that hold one number per trial (shape ``leading``)."""
-    fields = info._asdict() if hasattr(info, "_asdict") else (dict(info) if isinstance(info, dict) else {})
-    out = {}
-    for name, leaf in fields.items():
-        if isinstance(leaf, (jax.Array, np.ndarray, np.generic, int, float, bool)):
-            leaf = jnp.asarray(leaf)
-            if leaf.shape == leading and (jnp.issubdtype(leaf.dtype, jnp.number) or leaf.dtype == jnp.bool_):
-                out[name] = leaf
-    return out
+def _target_static(params: dict, exact: bool) -> tuple:
+    """The parameters a target program depends on: all but the privacy ones (all with exact errors, which
+    depend on the noise scale)."""
+    return tuple(sorted((k, v) for k, v in params.items() if exact or k not in _PRIVACY_PARAMETERS))
 
 
-def _exact_values(mechanism: SweepableMechanism, x, params) -> dict:
-    if mechanism.exact is None:
-        return {}
-    return {str(k): jnp.asarray(v, jnp.float64) for k, v in mechanism.exact(x, params).items()}
+def _guarantee(mechanism: SweepableMechanism, params: dict, example) -> Any:
+    """``guarantee_of`` the release on data shaped like ``example``, remembered: a guarantee is stated before any
+    noise from the parameters and the data's shape alone (never its values), and tracing a release abstractly
+    for every cell of a grid costs more than the cells' trials at small n."""
+    key = (mechanism.name, id(mechanism.release), json.dumps(params, sort_keys=True, default=repr),
+           tuple(example.shape), str(example.dtype))
+    if key not in _GUARANTEES:
+        _GUARANTEES[key] = guarantee_of(mechanism.release, jax.random.key(0), example, **params)
+    return _GUARANTEES[key]
 
 
-def _valid(release):
-    valid = getattr(release.info, "valid", None)
-    if valid is None:
-        valid = jnp.all(jnp.isfinite(jnp.asarray(release.value, jnp.float64)))
-    return jnp.asarray(valid, bool)
+def _draw_key(data: DataSpec, chunk: int, mesh: Mesh, with_sorted: bool) -> tuple:
+    return ("draw", data.name, id(data.distribution), data.n, data.fresh, chunk, with_sorted, _devices(mesh))
 
 
-# The info field in which the engine reports, per trial, the rows of the data outside the mechanism's declared
-# domain [lower, upper] (NaN included) when the cell does not clip: the cell is then refused (gpuprivacy/sweeps/
-# _run.py), as the direct call on the same data would be. Not a release field: the sweep is a simulation.
-ROWS_OUTSIDE_DOMAIN = "engine_rows_outside_domain"
+def _mechanism_key(mechanism, static, varying, shared, n, chunk, group, mesh, with_exact) -> tuple:
+    return ("mechanism", mechanism.name, id(mechanism.release), id(mechanism.exact) if with_exact else None,
+            static, tuple(sorted(varying)), tuple(sorted(shared)), n, chunk, group, _devices(mesh))
 
 
-@functools.lru_cache(maxsize=None)
-def _takes_clip(release) -> bool:
-    try:
-        return "clip" in inspect.signature(release).parameters
-    except (TypeError, ValueError):  # pragma: no cover (a builtin without a signature)
-        return False
-
-
-def _rows_outside_domain(mechanism: SweepableMechanism, x, params):
-    """The rows of ``x`` outside ``[lower, upper]`` (NaN included) for a domain mechanism that does not clip, else None.
-
-    The engine traces the data under :func:`gpuprivacy._checks.data_checked_by_caller`, so the mechanism's own
-    check cannot raise; this is that check, counted on the device for every trial.
-    """
-    if not _takes_clip(mechanism.release) or params.get("clip", False) is True:
-        return None
-    if "lower" not in params or "upper" not in params:
-        return None
-    inside = (x >= params["lower"]) & (x <= params["upper"])
-    return jnp.sum(~inside, dtype=jnp.int32)
-
-
-def _mechanism_fn(mechanism: SweepableMechanism, static: tuple, with_exact: bool):
-    """``one(trial_key, x, traced) -> (value, target, valid, info, exact)``: one trial on its data ``x``."""
-    target = TARGETS[mechanism.target]
-    static_params = dict(static)
-
-    def one(trial_key, x, traced):
-        _, mechanism_key = jax.random.split(trial_key)
-        params = {**static_params, **traced}
-        release = mechanism.release(mechanism_key, x, **params)
-        exact = _exact_values(mechanism, x, params) if with_exact else {}
-        valid, info = _valid(release), _info_scalars(release.info)
-        outside = _rows_outside_domain(mechanism, x, params)
-        if outside is not None:
-            valid = valid & (outside == 0)
-            info = {**info, ROWS_OUTSIDE_DOMAIN: outside}
-        return release.value, target.statistic(x, params), valid, info, exact
-    return one
-
-
-def _draw_fn(data: DataSpec):
-    """``draw(data_key, dist_params, fixed) -> x``: one trial's data from its data key."""
-    def draw(data_key, dist_params, fixed):
-        if data.distribution is None or not data.fresh:
-            return fixed
-        return data.distribution.draw(data_key, (data.n,), **dist_params)
-    return draw
-
-
-def traceable_parameters(mechanism: SweepableMechanism, params: dict, data: DataSpec, example) -> tuple:
-    """The real parameters that ``mechanism`` accepts traced with these static values (probed once, abstractly)."""
-    reals = tuple(sorted(k for k, v in params.items()
-                         if isinstance(v, float) and not isinstance(v, bool) and np.isfinite(v)))
-    others = tuple(sorted((k, v) for k, v in params.items() if k not in reals))
-    cache_key = (mechanism.name, id(mechanism.release), others, reals)
-    if cache_key not in _TRACEABLE:
-        found: tuple = ()
-        if batched_implementation(mechanism.release) is None and reals:
-            # All of them traced if the mechanism allows it; else each one that it accepts traced alone
-            # (e.g. epsilon, while lower and upper must be concrete), checked together once more.
-            candidates = [reals] + [(name,) for name in reals]
-            accepted = []
-            for names in candidates:
-                if _traces(mechanism, params, data, example, names):
-                    if names == reals:
-                        accepted = list(reals)
-                        break
-                    accepted.append(names[0])
-            if accepted and tuple(accepted) != reals and not _traces(mechanism, params, data, example,
-                                                                     tuple(accepted)):
-                accepted = []
-            found = tuple(sorted(accepted))
-        _TRACEABLE[cache_key] = found
-    return _TRACEABLE[cache_key]
-
-
-def _traces(mechanism, params, data, example, names) -> bool:
-    static, traced = _split(params, names)
-    try:
-        with data_checked_by_caller():  # the engine counts rows outside the domain itself (_rows_outside_domain)
-            jax.eval_shape(_mechanism_fn(mechanism, static, False), jax.random.key(0), example, traced)
-    except Exception:  # noqa: BLE001  (the mechanism needs them concrete: they stay static)
-        return False
-    return True
-
-
-def _compiled(cache_key, build, example_args):
-    """The compiled program for ``cache_key`` (built and compiled once), and the seconds compiling it now."""
-    if cache_key in _PROGRAMS:
-        return _PROGRAMS[cache_key], 0.0
-    start = time.perf_counter()
-    with data_checked_by_caller():  # the engine counts rows outside the domain itself (_rows_outside_domain)
-        program = jax.jit(build()).lower(*example_args).compile()  # compiled ahead, so its time is told apart
-    _PROGRAMS[cache_key] = program  # drops the least recently used past MAX_PROGRAMS
-    seconds = time.perf_counter() - start
-    COMPILE_COUNT[0] += 1
-    COMPILE_SECONDS[0] += seconds
-    return program, seconds
+def _target_key(mechanism, static, n, chunk, mesh, with_exact) -> tuple:
+    return ("target", mechanism.target, id(mechanism.exact) if with_exact else None, static, n, chunk,
+            _devices(mesh))
 
 
 def _draw_program(data: DataSpec, chunk: int, mesh: Mesh, example_args, with_sorted: bool):
@@ -260,7 +140,7 @@ def _draw_program(data: DataSpec, chunk: int, mesh: Mesh, example_args, with_sor
     Returns ``(x, sorted x)`` with ``with_sorted`` (for the order-invariant mechanisms of the block: one sort
     for all of them, and their own sorts of sorted rows cost a linear check), else ``(x,)``.
     """
-    cache_key = ("draw", data.name, id(data.distribution), data.n, data.fresh, chunk, with_sorted, _devices(mesh))
+    cache_key = _draw_key(data, chunk, mesh, with_sorted)
 
     def build():
         draw = _draw_fn(data)
@@ -281,8 +161,7 @@ def _mechanism_program(mechanism, static, varying, shared, n: int, chunk: int, g
     (``varying``, stacked) are batched over the group; those equal in every cell (``shared``: the domain of an
     epsilon grid, say) are traced but not batched. So work that depends on the data and the shared parameters
     alone (a clip to the domain, a sort, the bounds, the target) runs once per trial for the whole group."""
-    cache_key = ("mechanism", mechanism.name, id(mechanism.release), id(mechanism.exact) if with_exact else None,
-                 static, tuple(sorted(varying)), tuple(sorted(shared)), n, chunk, group, _devices(mesh))
+    cache_key = _mechanism_key(mechanism, static, varying, shared, n, chunk, group, mesh, with_exact)
 
     def build():
         one = _mechanism_fn(mechanism, static, with_exact)
@@ -298,8 +177,7 @@ def _mechanism_program(mechanism, static, varying, shared, n: int, chunk: int, g
 
 def _target_program(mechanism, static, n: int, chunk: int, mesh: Mesh, example_args, with_exact: bool):
     """The target statistic of a chunk of datasets (for mechanisms with their own batched path)."""
-    cache_key = ("target", mechanism.target, id(mechanism.exact) if with_exact else None, static, n, chunk,
-                 _devices(mesh))
+    cache_key = _target_key(mechanism, static, n, chunk, mesh, with_exact)
     target, static_params = TARGETS[mechanism.target], dict(static)
 
     def build():
@@ -339,6 +217,70 @@ def run_cell(mechanism: SweepableMechanism, params: dict, data: DataSpec, cell_k
                      chunk=chunk, progress=progress, exact=exact)[0]
 
 
+def group_cells(requests, data: DataSpec, example) -> tuple[dict[tuple, list[int]], list[tuple]]:
+    """How :func:`run_cells` runs each request: ``(groups, plans)``.
+
+    ``plans[i] = (mode, hook, static, traced, guarantee)`` for request i: ``mode`` is ``"program"`` (one
+    compiled program), ``"hook"`` (the mechanism's own batched driver) or ``"eager"`` (one call per trial).
+    ``groups`` maps a group to its requests' indices: the requests of one mechanism that differ only in traced
+    parameters (an epsilon grid) share one program, batched over them.
+    """
+    groups: dict[tuple, list[int]] = {}
+    plans = []
+    for index, req in enumerate(requests):
+        hook = batched_implementation(req.mechanism.release)
+        mode = ("program" if req.mechanism.batched and hook is None
+                else ("hook" if req.mechanism.batched else "eager"))
+        traceable = traceable_parameters(req.mechanism, req.params, data, example) if mode == "program" else ()
+        static, traced = _split(req.params, traceable)
+        guarantee = None
+        if mode == "program":
+            guarantee = _guarantee(req.mechanism, req.params, example)
+            group = ("program", req.mechanism.name, id(req.mechanism.release), id(req.mechanism.exact), static,
+                     tuple(sorted(traced)))
+        else:
+            group = (mode, index)
+        groups.setdefault(group, []).append(index)
+        plans.append((mode, hook, static, traced, guarantee))
+    return groups, plans
+
+
+def _group_parameters(plans, members) -> tuple[dict, dict]:
+    """A group's traced parameters: ``(varying, shared)``; those equal in every cell are passed once, not batched."""
+    traced = plans[members[0]][3]
+    values = {k: [plans[m][3][k] for m in members] for k in traced}
+    same = {k for k, v in values.items() if all(bool(jnp.array_equal(v[0], w)) for w in v[1:])}
+    return ({k: jnp.stack(v) for k, v in values.items() if k not in same},
+            {k: v[0] for k, v in values.items() if k in same})
+
+
+def program_keys(requests, data: DataSpec, num_trials: int, *, mesh: Mesh | None = None, chunk: int | None = None,
+                 exact: bool = False) -> list[tuple]:
+    """The keys of the programs :func:`run_cells` would compile for these cells, without compiling them.
+
+    For a dry run (``gpuprivacy sweep --plan``): the same grouping, chunk and keys as :func:`run_cells`, so
+    keys equal across blocks (the same mechanism program at the same n) are one program.
+    """
+    requests = list(requests)
+    mesh = local_mesh() if mesh is None else mesh
+    example = jnp.zeros((data.n,), jnp.float64)
+    groups, plans = group_cells(requests, data, example)
+    widest = max(len(members) for members in groups.values())
+    chunk = plan_chunk(data.n * widest, num_trials, mesh.shape[TRIALS_AXIS], mesh.devices.flat[0].platform, chunk)
+    with_sorted = any(req.mechanism.order_invariant for req in requests)
+    keys = [_draw_key(data, chunk, mesh, with_sorted)]
+    for members in groups.values():
+        mode, _, static, _, _ = plans[members[0]]
+        mechanism = requests[members[0]].mechanism
+        if mode == "program":
+            varying, shared = _group_parameters(plans, members)
+            keys.append(_mechanism_key(mechanism, static, varying, shared, data.n, chunk, len(members), mesh, exact))
+        else:
+            keys.append(_target_key(mechanism, _target_static(requests[members[0]].params, exact), data.n, chunk,
+                                    mesh, exact))
+    return keys
+
+
 def run_cells(requests, data: DataSpec, num_trials: int, *, data_key: jax.Array | None = None,
               mesh: Mesh | None = None, chunk: int | None = None, progress=None,
               exact: bool = False) -> list[CellTrials]:
@@ -372,23 +314,7 @@ def run_cells(requests, data: DataSpec, num_trials: int, *, data_key: jax.Array 
     fixed = _fixed_data(data, requests[0].cell_key if data_key is None else data_key)
     example = fixed if fixed is not None else jnp.zeros((data.n,), jnp.float64)
 
-    groups: dict[tuple, list[int]] = {}
-    plans = []
-    for index, req in enumerate(requests):
-        hook = batched_implementation(req.mechanism.release)
-        mode = ("program" if req.mechanism.batched and hook is None
-                else ("hook" if req.mechanism.batched else "eager"))
-        traceable = traceable_parameters(req.mechanism, req.params, data, example) if mode == "program" else ()
-        static, traced = _split(req.params, traceable)
-        guarantee = None
-        if mode == "program":
-            guarantee = guarantee_of(req.mechanism.release, jax.random.key(0), example, **req.params)
-            group = ("program", req.mechanism.name, id(req.mechanism.release), id(req.mechanism.exact), static,
-                     tuple(sorted(traced)))
-        else:
-            group = (mode, index)
-        groups.setdefault(group, []).append(index)
-        plans.append((mode, hook, static, traced, guarantee))
+    groups, plans = group_cells(requests, data, example)
     widest = max(len(members) for members in groups.values())
     chunk = plan_chunk(data.n * widest, num_trials, num_devices, platform, chunk)
     padded = -(-num_trials // chunk) * chunk
@@ -415,23 +341,21 @@ def run_cells(requests, data: DataSpec, num_trials: int, *, data_key: jax.Array 
         mode, hook, static, traced, _ = plans[members[0]]
         req = requests[members[0]]
         if mode == "program":
-            # Traced parameters equal in every cell of the group are passed once, not batched over the group.
-            values = {k: [plans[m][3][k] for m in members] for k in traced}
-            same = {k for k, v in values.items() if all(bool(jnp.array_equal(v[0], w)) for w in v[1:])}
-            params = ({k: jnp.stack(v) for k, v in values.items() if k not in same},
-                      {k: v[0] for k, v in values.items() if k in same})
+            params = _group_parameters(plans, members)
             key_example = jax.ShapeDtypeStruct((len(members), chunk) + keys[0].shape[1:], keys[0].dtype)
             run, seconds = _mechanism_program(req.mechanism, static, *params, data.n, chunk, len(members), mesh,
                                               (key_example, x_example, *params), exact)
             programs[group] = (run, params, jnp.stack([keys[m] for m in members]))
         else:
-            run, seconds = _target_program(req.mechanism, tuple(sorted(req.params.items())), data.n, chunk, mesh,
+            run, seconds = _target_program(req.mechanism, _target_static(req.params, exact), data.n, chunk, mesh,
                                            (x_example,), exact)
             programs[group] = (run, None, None)
         for m in members:
             compile_s[m] += seconds / len(members)
 
     parts: list[list] = [[] for _ in requests]
+    pending: dict[int, list] = {}  # a hook cell's chunks not yet released
+    hook_chunks = max(1, _HOOK_VALUES // (chunk * max(1, data.n)))
     wall = [0.0] * len(requests)
     guarantees = [plan[4] for plan in plans]
     for start in range(0, padded, chunk):
@@ -451,16 +375,18 @@ def run_cells(requests, data: DataSpec, num_trials: int, *, data_key: jax.Array 
                 (m,) = members
                 req, chunk_keys = requests[m], keys[m][start:start + chunk]
                 target, exact = run(x)
-                if mode == "hook":  # the same mechanism keys as the other modes: the trial keys' second halves
-                    mechanism_keys = jax.vmap(lambda k: jax.random.split(k)[1])(chunk_keys)
-                    release = hook(mechanism_keys, x, batched_args=True, **req.params)
-                    info = _info_scalars(release.info, (chunk,))
-                    ok = getattr(release.info, "valid", None)
-                    ok = np.isfinite(np.asarray(release.value, np.float64)) if ok is None else ok
+                if mode == "hook":
+                    # Several chunks per call of the mechanism's own driver (host-routed: each call compiles
+                    # for the shapes it meets, so fewer, larger calls compile less), released in order.
+                    pending.setdefault(m, []).append((x, chunk_keys, target, exact))
+                    if len(pending[m]) == hook_chunks or start + chunk >= padded:
+                        release, out = _hook_release(hook, req.params, pending.pop(m))
+                        guarantees[m] = release.guarantee if guarantees[m] is None else guarantees[m]
+                        parts[m].append(out)
                 else:
                     release, ok, info = _eager_trials(req.mechanism, chunk_keys, x, req.params)
-                guarantees[m] = release.guarantee if guarantees[m] is None else guarantees[m]
-                parts[m].append(jax.tree_util.tree_map(np.asarray, (release.value, target, ok, info, exact)))
+                    guarantees[m] = release.guarantee if guarantees[m] is None else guarantees[m]
+                    parts[m].append(jax.tree_util.tree_map(np.asarray, (release.value, target, ok, info, exact)))
             seconds = time.perf_counter() - t0
             for m in members:
                 wall[m] += seconds / len(members) + draw_s / len(requests)
@@ -476,6 +402,22 @@ def run_cells(requests, data: DataSpec, num_trials: int, *, data_key: jax.Array 
         results.append(CellTrials(value, target, ok.astype(bool), guarantees[m], population, wall[m], compile_s[m],
                                   chunk, num_devices, info, exact))
     return results
+
+
+def _hook_release(hook, params: dict, pieces: list) -> tuple:
+    """One call of a mechanism's own batched driver on the trials of ``pieces`` (chunks of ``(x, trial keys,
+    target, exact)``): its release and the chunks' ``(value, target, valid, info, exact)`` on the host."""
+    x = jnp.concatenate([piece[0] for piece in pieces])
+    trial_keys = jnp.concatenate([piece[1] for piece in pieces])
+    # The same mechanism keys as the other modes: the trial keys' second halves.
+    mechanism_keys = jax.vmap(lambda k: jax.random.split(k)[1])(trial_keys)
+    release = hook(mechanism_keys, x, batched_args=True, **params)
+    info = _info_scalars(release.info, (x.shape[0],))
+    ok = getattr(release.info, "valid", None)
+    ok = np.isfinite(np.asarray(release.value, np.float64)) if ok is None else ok
+    target, exact = jax.tree_util.tree_map(lambda *leaves: np.concatenate([np.asarray(v) for v in leaves]),
+                                           *[(piece[2], piece[3]) for piece in pieces])
+    return release, jax.tree_util.tree_map(np.asarray, (release.value, target, ok, info, exact))
 
 
 def _eager_trials(mechanism: SweepableMechanism, keys, x, params):

@@ -58,3 +58,38 @@ def test_table_6_1_and_bounds(study):
     for row in results["k_vs_lower_bounds"]:
         assert row["lower_3_11"] <= row["schonheim_3_17"] <= row["k_block"]
         assert row["thm_5_1_log10"] < 0  # vacuous in this regime (spec §5.3, pitfall 19)
+
+
+def _synthetic_tradeoff(max_c):
+    rows = [{"task": "median", "c": c, "t": 14, "k": math.comb(14 + c, c), "private_mae": 0.1 * c,
+             "private_mae_se": 0.02, "nonprivate_n_minus_m_mae": 0.1 / c, "nonprivate_n_minus_m_mae_se": 0.01,
+             "nonprivate_n_mae": 0.03, "nonprivate_n_mae_se": 0.005, "trials": 12} for c in range(1, max_c + 1)]
+    return {"task": "median", "t": 14, "num_outputs": 81, "truth": 0.0, "rows": rows}
+
+
+@pytest.mark.parametrize("max_c", [2, 3, 6])
+def test_tradeoff_plot_has_one_plain_tick_per_design_and_error_bars(max_c):
+    """x ticks only at the designs' k (no log-axis minor labels 2x10^1, 3x10^1, ... that overlapped), none
+    overlapping another or leaving the figure, the legend over no data, and error bars on both means."""
+    from matplotlib.container import ErrorbarContainer
+
+    from gpuprivacy.reproduce import _blackbox_estimation as study_module
+    from gpuprivacy.reproduce._plots import layout_problems
+
+    result = _synthetic_tradeoff(max_c)
+    fig = study_module.plot_tradeoff(result)
+    assert layout_problems(fig) == []
+    (ax,) = fig.axes
+    shown = [t.get_text().split("\n")[0] for t in ax.get_xticklabels() if t.get_text()]
+    assert set(shown) <= {str(r["k"]) for r in result["rows"]} and str(result["rows"][0]["k"]) in shown
+    assert not [t for t in ax.get_xticklabels(minor=True) if t.get_text()]
+    assert sum(isinstance(c, ErrorbarContainer) for c in ax.containers) == 2
+
+
+def test_tradeoff_rows_carry_standard_errors(study):
+    results = json.loads((study / "results.json").read_text())
+    for task in ("median", "logistic"):
+        for row in results["tradeoff"][task]["rows"]:
+            assert row["trials"] >= 2
+            for name in ("private_mae", "nonprivate_n_minus_m_mae", "nonprivate_n_mae"):
+                assert 0 <= row[f"{name}_se"] <= row[name] + 1e-12  # nonnegative values: s.d. <= sqrt(n) mean

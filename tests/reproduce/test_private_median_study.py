@@ -117,3 +117,48 @@ def test_rates_rows_are_study_engine_cells(study_dir, results):
     row = next(r for r in rates if r["n"] == n and r["distribution"] == "lower_bound_mixture")
     assert row["fast_path_rate"] == np.mean(cell.info["nonprivate_route"] == 0) < 1
     assert row["error_q90"] == np.quantile(np.abs(cell.values), 1 - config["beta"])
+
+
+def _synthetic_baselines(config):
+    """Rows as part_baselines writes them, for every (distribution, mechanism), with made-up numbers."""
+    rng = np.random.default_rng(0)
+    labels = [study.PRIVATE_MEDIAN_LABEL, "nonprivate_median", study.UNSAFE_LABEL,
+              *(label for label, _ in study.CLIPPED_BASELINES)]
+    return [dict(distribution=d, n=config["baseline_n"], epsilon=1.0, mechanism=m, trials=config["baseline_trials"],
+                 error_q50=q / 3, error_q90=q, error_q50_se=q / 30, error_q90_se=q / 10,
+                 private=not m.startswith(("UNSAFE", "nonprivate")))
+            for d in config["distributions"] for m, q in zip(labels, rng.uniform(0.03, 1.5, len(labels)))]
+
+
+def test_baselines_plot_is_legible_with_error_bars():
+    """The legend covers no bar, every x label (lower_bound_mixture included) is inside the figure and none
+    overlaps another, and every bar has its +-1 s.e. error bar."""
+    from matplotlib.collections import LineCollection
+
+    from gpuprivacy.reproduce._plots import layout_problems
+
+    config = study.study_config(quick=True)
+    rows = _synthetic_baselines(config)
+    fig = study.plot_baselines(config, rows)
+    assert layout_problems(fig) == []
+    (ax,) = fig.axes
+    bars = [c for c in ax.containers if hasattr(c, "errorbar")]
+    assert len(bars) == len({r["mechanism"] for r in rows})
+    assert all(c.errorbar is not None for c in bars)
+    assert any(isinstance(c, LineCollection) for c in ax.collections)
+    labels = [t.get_text().replace("\n", " ") for t in ax.get_xticklabels()]
+    assert labels == [d.replace("_", " ") for d in config["distributions"]]
+
+
+def test_quantile_se_matches_the_normal_theory():
+    # The median of n standard normals has s.e. sqrt(pi / 2) / sqrt(n) asymptotically; the 0.9 quantile
+    # sqrt(0.09) / (phi(z_0.9) sqrt(n)) with phi(1.2816) = 0.17550.
+    x = np.random.default_rng(1).standard_normal(40_000)
+    assert study.quantile_se(x, 0.5) == pytest.approx(np.sqrt(np.pi / 2 / x.size), rel=0.1)
+    assert study.quantile_se(x, 0.9) == pytest.approx(0.3 / 0.17550 / np.sqrt(x.size), rel=0.1)
+
+
+def test_baseline_rows_carry_quantile_standard_errors(results):
+    for row in results["baselines"]["rows"]:
+        assert 0 <= row["error_q50_se"] < row["error_q90"] + row["error_q90_se"]
+        assert np.isfinite(row["error_q90_se"]) and row["error_q90_se"] >= 0
