@@ -1,6 +1,7 @@
 """Release hygiene: bad or extreme input gets a short, clear error naming the parameter (never a raw
 exception, a 390-digit fraction or a hang)."""
 
+import pathlib
 import time
 
 import jax
@@ -118,3 +119,12 @@ def test_every_auditable_mechanism_declares_its_neighbour_relation():
                 x = mechanism.random_dataset(key)
                 x_prime = mechanism.random_neighbour(jax.random.fold_in(key, 1), x)
                 assert mechanism.neighbours(x, x_prime) is None, (name, mechanism.neighbours(x, x_prime))
+
+
+def test_every_module_marked_slow_exists():
+    # tests/conftest.py marks these modules slow by path; a renamed module would silently join the fast set.
+    from tests.conftest import SLOW_MODULES
+
+    root = pathlib.Path(__file__).resolve().parent.parent
+    missing = sorted(path for path in SLOW_MODULES if not (root / path).is_file())
+    assert not missing, f"SLOW_MODULES names modules that do not exist: {missing}"

@@ -264,6 +264,10 @@ def _cauchy_noise(params) -> bool:
 _ERROR_HAS_NO_MEAN = {"smooth-sensitivity-median": _cauchy_noise}
 
 
+# The parameters that set how private a release is. Target statistics never read them; paired comparisons
+# require them equal.
+PRIVACY_PARAMETERS = ("epsilon", "delta", "rho")
+
 # The neighbour relations a row's guarantee names (the relation on one trial's data vector).
 NEIGHBOUR_RELATIONS = {
     "swap": "two datasets of the same public size n that differ in one record (replace one)",

@@ -11,13 +11,12 @@ import math
 import pathlib
 from typing import Mapping
 
-import jax
 import jax.numpy as jnp
 
-from gpuprivacy.mechanisms import guarantee_of
 from gpuprivacy.sweeps import _registry
 from gpuprivacy.sweeps._config import SweepConfigError, canonical_json, config_digest
 from gpuprivacy.sweeps._results import SweepResultsError
+from gpuprivacy.sweeps._trials import release_guarantee
 
 
 def resolve_results_path(config, plan, results_path) -> pathlib.Path:
@@ -105,7 +104,7 @@ def check_release_parameters(plan, cells) -> None:
         example = (jnp.full((n,), (lower + upper) / 2, jnp.float64) if math.isfinite(lower) and math.isfinite(upper)
                    else jnp.linspace(0.0, 1.0, n, dtype=jnp.float64))
         try:
-            guarantee_of(entry.payload.release, jax.random.key(0), example, **cell.mechanism_params)
+            release_guarantee(entry.payload, dict(cell.mechanism_params), example)
             outcomes.setdefault(ident, []).append(None)
         except (ValueError, TypeError) as err:
             outcomes.setdefault(ident, []).append((cell, err))

@@ -32,7 +32,7 @@ from gpuprivacy._lru import LRUCache
 from gpuprivacy._memory import chunk_budget_bytes
 from gpuprivacy._sort import sort
 from gpuprivacy.mechanisms import batched_implementation, guarantee_of
-from gpuprivacy.sweeps._mechanisms import TARGETS, SweepableMechanism
+from gpuprivacy.sweeps._mechanisms import PRIVACY_PARAMETERS, TARGETS, SweepableMechanism
 from gpuprivacy.sweeps._one_trial import (_TRACEABLE, DataSpec, ROWS_OUTSIDE_DOMAIN, _draw_fn,  # noqa: F401
                                           _exact_values, _info_scalars, _mechanism_fn, _split, _valid,
                                           traceable_parameters)
@@ -98,21 +98,18 @@ def plan_chunk(n: int, num_trials: int, num_devices: int, platform: str, chunk: 
     return per_device * num_devices
 
 
-# Parameters that set how private a release is; a target statistic never reads them (a target that did would
-# fail loudly, with a KeyError), so the target program of an epsilon grid is one program, not one per epsilon.
-_PRIVACY_PARAMETERS = frozenset({"epsilon", "delta", "rho"})
-
-
 def _target_static(params: dict, exact: bool) -> tuple:
     """The parameters a target program depends on: all but the privacy ones (all with exact errors, which
-    depend on the noise scale)."""
-    return tuple(sorted((k, v) for k, v in params.items() if exact or k not in _PRIVACY_PARAMETERS))
+    depend on the noise scale). A target statistic never reads a privacy parameter (one that did would fail
+    loudly, with a KeyError), so the target program of an epsilon grid is one program, not one per epsilon."""
+    return tuple(sorted((k, v) for k, v in params.items() if exact or k not in PRIVACY_PARAMETERS))
 
 
-def _guarantee(mechanism: SweepableMechanism, params: dict, example) -> Any:
+def release_guarantee(mechanism: SweepableMechanism, params: dict, example) -> Any:
     """``guarantee_of`` the release on data shaped like ``example``, remembered: a guarantee is stated before any
     noise from the parameters and the data's shape alone (never its values), and tracing a release abstractly
-    for every cell of a grid costs more than the cells' trials at small n."""
+    for every cell of a grid costs more than the cells' trials at small n (a host-routed release, which
+    cannot be traced abstractly, is even run once). The sweep's checks before the first cell fill it."""
     key = (mechanism.name, id(mechanism.release), json.dumps(params, sort_keys=True, default=repr),
            tuple(example.shape), str(example.dtype))
     if key not in _GUARANTEES:
@@ -235,7 +232,7 @@ def group_cells(requests, data: DataSpec, example) -> tuple[dict[tuple, list[int
         static, traced = _split(req.params, traceable)
         guarantee = None
         if mode == "program":
-            guarantee = _guarantee(req.mechanism, req.params, example)
+            guarantee = release_guarantee(req.mechanism, req.params, example)
             group = ("program", req.mechanism.name, id(req.mechanism.release), id(req.mechanism.exact), static,
                      tuple(sorted(traced)))
         else:
