@@ -75,6 +75,7 @@ PARAMS = {
     "smooth-sensitivity-median": _BOUNDED,
     "exponential-mechanism-median": _BOUNDED,
     "private-median": {"epsilon": 1.0, "min_density": 0.25, "radius": 0.5, "median_bound": 10.0},
+    "nonprivate": {"statistic": "median"},  # the studies' non-private baseline (no guarantee): timed all the same
     "piecewise-laplace-quantile": {**_BOUNDED, "quantile": 0.3},
     "inverse-sensitivity-quantile": {**_BOUNDED, "quantile": 0.3},
     "piecewise-laplace-clipped-mean": _BOUNDED,

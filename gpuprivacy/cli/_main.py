@@ -134,11 +134,18 @@ def build_parser() -> argparse.ArgumentParser:
     study = sub.add_parser("study", help="look at sweep results: plots and a Markdown table")
     study_sub = study.add_subparsers(dest="study_command", required=True)
     report = study_sub.add_parser("report", help="plots (a metric vs a swept axis, per mechanism, with 95%% "
-                                                 "confidence bands) and a Markdown table, from a results file alone")
+                                                 "error bars) and a Markdown table, from a results file alone")
     report.add_argument("results", type=Path, help="the sweep's JSON-lines results file")
     report.add_argument("--x", help="the swept axis on the horizontal axis (default: the dataset's n if it varies)")
     report.add_argument("--metric", default=None, help="the metric to plot (default: mae, or selection_accuracy)")
     report.add_argument("--out", type=Path, help="output folder (default: <results stem>_report next to it)")
+    report.add_argument("--facet", metavar="AXES",
+                        help="comma-separated axes that get a panel per combination, e.g. dataset,epsilon "
+                             "(default: dataset if it varies; '' for one panel); the other varying axes are "
+                             "told apart by line style")
+    report.add_argument("--reference", metavar="MECHANISM",
+                        help="the mechanism the paired differences compare every other with (default: "
+                             "nonprivate if the sweep has it, else the most accurate of each group)")
     report.add_argument("--json", action="store_true", help="print a JSON summary")
     study.set_defaults(handler=cmd_study)
 
@@ -407,7 +414,9 @@ def _print_plan(args) -> None:
 def cmd_study(args) -> None:
     from gpuprivacy.sweeps import study_report
 
-    written = study_report(args.results, x=args.x, metric=args.metric, out_dir=args.out)
+    facet = None if args.facet is None else tuple(k.strip() for k in args.facet.split(",") if k.strip())
+    written = study_report(args.results, x=args.x, metric=args.metric, out_dir=args.out, facet=facet,
+                           reference=args.reference)
     _emit(args, {k: [str(p) for p in v] if isinstance(v, list) else str(v) for k, v in written.items()},
           "\n".join(f"wrote {p}" for p in written["files"]))
 

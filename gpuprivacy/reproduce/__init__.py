@@ -15,6 +15,8 @@ from gpuprivacy.reproduce._gaussian_selection._study import run_gaussian_selecti
 from gpuprivacy.reproduce._registry import resolve_study as resolve_study
 from gpuprivacy.reproduce import _privacy_wrappers  # noqa: F401  (registers "linder2025-privacy-wrappers", alias "seed000")
 from gpuprivacy.reproduce import _instance_optimality  # noqa: F401  (registers "durfee2025-piecewise-laplace", alias "seed001")
+from gpuprivacy.reproduce._instance_optimality import (  # the seed-001 study's sweep of the data laws
+    piecewise_laplace_dominance_config as piecewise_laplace_dominance_config)
 from gpuprivacy.reproduce import _blackbox_estimation  # noqa: F401  (registers "steinke2025-blackbox-estimation", alias "seed002")
 from gpuprivacy.reproduce import _private_median  # noqa: F401  (registers "tzamos2020-private-median", alias "seed003")
 

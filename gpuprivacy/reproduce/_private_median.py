@@ -8,10 +8,15 @@ analytic content and runs the experiment suite of our own (labelled so):
 * ``constants``: analytic targets (C_min, Zhat and tails, lower-bound sample sizes);
 * ``rates``: error quantiles of :func:`gpuprivacy.mechanisms.median.private_median` vs n for Uniform,
   Normal, Cauchy, Laplace, Student-t(3) and the Prop. 3.8 lower-bound mixture, over an epsilon grid;
-  fast-path and overflow rates; runtime per trial. Each (n, epsilon, distribution) is one cell of the
-  study engine (:func:`gpuprivacy.sweeps.run_cells`, the epsilons of an (n, distribution) on the same
-  datasets): the data are drawn on the device from :mod:`gpuprivacy.datasets` laws, and the routes are
-  the releases' own ``nonprivate_route``;
+  fast-path and overflow rates; runtime per trial. The part is a sweep config (:func:`rates_sweep_configs`;
+  in full mode ``experiments/configs/private_median_rates.toml``, whose grid a test keeps equal to it) run by
+  :func:`gpuprivacy.sweeps.run_sweep`: each (n, epsilon, distribution) is one cell, keyed by the seed and
+  its own parameters (engine config keys since 2026-11-29; the numbers before that came from keys folded by
+  grid position), the epsilons of an (n, distribution) on the same datasets, drawn on the device from
+  :mod:`gpuprivacy.datasets` laws. The errors are the cell's ``population_abs_error_q50`` / ``_q90`` metrics
+  and the routes the ``private-median-fast-path-rate`` / ``private-median-overflow-rate`` metrics (the
+  releases' own ``nonprivate_route``); the sweep rows stay in the study folder (``rates_quick.jsonl``,
+  ``rates.jsonl``), so a rerun of the same mode resumes;
 * ``sample_complexity``: the n needed to reach (alpha, beta), with the constants of the Theorem 3.1
   rate fitted by nonnegative least squares;
 * ``baselines``: on the same device-drawn datasets (one engine data key per distribution), the
@@ -40,15 +45,13 @@ from gpuprivacy._progress import Progress
 from gpuprivacy.mechanisms import median
 from gpuprivacy.reproduce._plots import figure, legend_outside, require_matplotlib, save_png, ticks_at, wrap_label
 from gpuprivacy.reproduce._registry import register_study
-from gpuprivacy.sweeps import TARGETS, CellRequest, DataSpec, builtin_sweepables, plan_chunk, run_cells
+from gpuprivacy.sweeps import (TARGETS, CellRequest, DataSpec, builtin_sweepables, plan_chunk, run_cells,
+                               run_sweep)
 
 NAME = "tzamos2020-private-median"
 DISTRIBUTIONS = ("uniform", "normal", "cauchy", "laplace", "student_t3", "lower_bound_mixture")
 # One (L, r) valid for every distribution (density >= L on [m - r, m + r]); R/r = 10.
 MODEL = dict(min_density=0.15, radius=1.0, median_bound=10.0)
-# The codes of a release's ``nonprivate_route`` (its position in ROUTE_NAMES): certified fast path, overflow.
-_ROUTE_FAST = median.ROUTE_NAMES.index("certified-fast-path")
-_ROUTE_OVERFLOW = median.ROUTE_NAMES.index("full-overflow")
 
 
 def study_config(quick: bool) -> dict:
@@ -68,14 +71,15 @@ def _params(config, epsilon):
                 median_bound=config["median_bound"], constant=config["constant"])
 
 
-def data_spec(distribution, n, config):
-    """The engine's :class:`~gpuprivacy.sweeps.DataSpec` for one of :data:`DISTRIBUTIONS`: a
-    :mod:`gpuprivacy.datasets` law with population median 0, drawn fresh for every trial on the device.
+def sweep_datasets(config) -> dict[str, tuple[str, dict]]:
+    """The study's :data:`DISTRIBUTIONS` as registered sweep datasets (``gpuprivacy sweep --list``):
+    ``{distribution: (dataset name, its parameters)}``, each a :mod:`gpuprivacy.datasets` law with population
+    median 0.
 
     The mixture is D_1 of Prop. 3.8 (Tzamos, Vlatakis-Gkaragkounis & Zadik 2020): mass 1/2 - L r at
     -(r + R) and at r + R, and 2 L r uniform on [-r, r].
     """
-    laws = {
+    return {
         "uniform": ("uniform", dict(low=-1.0, high=1.0)),
         "normal": ("normal", dict(loc=0.0, scale=1.0)),
         "cauchy": ("cauchy", dict(loc=0.0, scale=1.0)),
@@ -85,6 +89,12 @@ def data_spec(distribution, n, config):
             min_density=float(config["min_density"]), radius=float(config["radius"]),
             median_bound=float(config["median_bound"]), shift=0.0)),
     }
+
+
+def data_spec(distribution, n, config):
+    """The engine's :class:`~gpuprivacy.sweeps.DataSpec` for one of :data:`DISTRIBUTIONS` (the law of
+    :func:`sweep_datasets`), drawn fresh for every trial on the device."""
+    laws = sweep_datasets(config)
     if distribution not in laws:
         raise ValueError(f"unknown distribution {distribution!r}; the study's are {list(laws)}")
     law, params = laws[distribution]
@@ -129,39 +139,86 @@ def _key(key, *path):
 _DATA, _NOISE = 0, 1
 
 
-def part_rates(config, key, progress):
-    """Error quantiles of the private median: one block of study-engine cells per (n, distribution).
+# The user metrics of the private median's routes, registered by gpuprivacy.sweeps at import: the fractions of
+# a cell's trials whose release's info.nonprivate_route is the certified fast path / the full overflow route.
+FAST_PATH_METRIC, OVERFLOW_METRIC = "private-median-fast-path-rate", "private-median-overflow-rate"
+# The engine's population-error quantiles, by the quantile level 1 - beta that the study reports as error_q90.
+_POPULATION_QUANTILES = {0.5: "population_abs_error_q50", 0.9: "population_abs_error_q90",
+                         0.99: "population_abs_error_q99"}
+RATES_NAME = "private_median_rates"
 
-    The cells of a block, one per epsilon, share the block's data key (:func:`gpuprivacy.sweeps.run_cells`),
-    so every epsilon sees the same datasets, drawn once (paired: differences across epsilon are the
-    mechanism's, not the data's); each cell has its own noise key.
+
+def rates_sweep_configs(config) -> list[dict]:
+    """The rates part as sweep configs (dicts for :func:`gpuprivacy.sweeps.run_sweep`), one per number of trials.
+
+    A config's ``trials`` is one number for its whole grid, and the full mode caps trials at large n
+    (:func:`_trials_at`), so the grid is split by trials: the first config holds every n that runs all
+    ``trials`` (in full mode, ``experiments/configs/private_median_rates.toml`` without its two largest n;
+    tests/reproduce checks it), the others the capped n. Each config is private-median x epsilon x
+    :func:`sweep_datasets` x n, with the route metrics.
     """
-    mechanism = _private_median()
-    epsilons = config["epsilons"]
+    groups: dict[int, list[int]] = {}
+    for n in config["ns"]:
+        groups.setdefault(_trials_at(config, n), []).append(int(n))
+    laws = sweep_datasets(config)
+    mechanism = {"name": "private-median", "epsilon": [float(e) for e in config["epsilons"]],
+                 "min_density": float(config["min_density"]), "radius": float(config["radius"]),
+                 "median_bound": float(config["median_bound"]), "constant": float(config["constant"])}
+    out = []
+    for trials, ns in sorted(groups.items(), key=lambda item: -item[0]):
+        out.append({"name": RATES_NAME if trials == config["trials"] else f"{RATES_NAME}_trials{trials}",
+                    "seed": int(config["seed"]), "trials": int(trials),
+                    "metrics": [FAST_PATH_METRIC, OVERFLOW_METRIC], "mechanism": [dict(mechanism)],
+                    "dataset": [{"name": laws[dist][0], "n": list(ns), **laws[dist][1]}
+                                for dist in config["distributions"]]})
+    return out
+
+
+def _rates_file(config, sweep) -> str:
+    """The JSON-lines rows of one rates sweep in the study folder: the quick and the full run keep their own files
+    (a results file holds one config), so a rerun of the same mode into the folder resumes."""
+    suffix = "" if sweep["trials"] == config["trials"] else f"_trials{sweep['trials']}"
+    return f"rates{suffix}{'_quick' if config['quick'] else ''}.jsonl"
+
+
+def part_rates(config, study_dir, progress):
+    """Error quantiles of the private median: the sweeps of :func:`rates_sweep_configs` on the study engine.
+
+    Every cell's keys come from the seed and the cell's own parameters (:func:`gpuprivacy.sweeps.cell_key`,
+    :func:`gpuprivacy.sweeps.data_key`; engine config keys since 2026-11-29), and the cells of an (n,
+    distribution), one per epsilon, share their datasets, drawn once (paired: differences across epsilon are
+    the mechanism's, not the data's). Each row reads the cell's metrics: the population-error quantiles
+    (the population median is 0), the route rates and the seconds per trial. The sweep rows stay in
+    ``study_dir`` (:func:`_rates_file`).
+    """
+    level = round(1 - config["beta"], 12)
+    if level not in _POPULATION_QUANTILES:
+        raise ValueError(f"beta = {config['beta']!r}: the engine reports the population-error quantiles at "
+                         f"{sorted(_POPULATION_QUANTILES)}; use beta = 0.1 or 0.01.")
+    by_dataset = {law: dist for dist, (law, _) in sweep_datasets(config).items() if dist in config["distributions"]}
     found = {}
-    with Progress(len(config["ns"]) * len(config["distributions"]), "private median rates",
-                  enabled=progress) as bar:
-        for ni, n in enumerate(config["ns"]):
-            trials = _trials_at(config, n)
-            for di, dist in enumerate(config["distributions"]):
-                requests = [CellRequest(mechanism, _params(config, eps), _key(key, _NOISE, ni, di, ei))
-                            for ei, eps in enumerate(epsilons)]
-                cells = run_cells(requests, data_spec(dist, n, config), trials, data_key=_key(key, _DATA, ni, di),
-                                  chunk=_chunk(n, trials))
-                for eps, cell in zip(epsilons, cells):
-                    errors = np.abs(cell.values - cell.population)
-                    routes = np.asarray(cell.info["nonprivate_route"])
-                    found[n, eps, dist] = dict(
-                        distribution=dist, n=n, epsilon=eps, trials=int(errors.size),
-                        error_q50=float(np.quantile(errors, 0.5)),
-                        error_q90=float(np.quantile(errors, 1 - config["beta"])),
-                        fast_path_rate=float(np.mean(routes == _ROUTE_FAST)),
-                        overflow_rate=float(np.mean(routes == _ROUTE_OVERFLOW)),
-                        # The engine's wall time leaves out the programs it compiles ahead (the draw), but the
-                        # mechanism's own kernels compile on their first call: the first distribution of each n.
-                        seconds_per_trial=cell.wall_s / errors.size, includes_compilation=di == 0)
-                bar.update()
-    return [found[n, eps, dist] for n in config["ns"] for eps in epsilons for dist in config["distributions"]]
+    for sweep in rates_sweep_configs(config):
+        ns = sweep["dataset"][0]["n"]
+        chunks = {_chunk(n, sweep["trials"]) for n in ns}
+        # One chunk for every n where the study's plan agrees (quick mode: all trials at once), else the engine's.
+        summary = run_sweep(sweep, results_path=pathlib.Path(study_dir) / _rates_file(config, sweep),
+                            progress=progress, chunk=chunks.pop() if len(chunks) == 1 else None)
+        for row in summary.rows:
+            if row.get("status") != "ok":
+                raise RuntimeError(f"rates cell {row['dataset']} {row['dataset_params']} epsilon "
+                                   f"{row['mechanism_params']['epsilon']}: {row.get('status')}: {row.get('error')}")
+            metrics, dist = row["metrics"], by_dataset[row["dataset"]]
+            n, eps = row["dataset_params"]["n"], row["mechanism_params"]["epsilon"]
+            found[n, eps, dist] = dict(
+                distribution=dist, n=n, epsilon=eps, trials=row["num_trials"],
+                error_q50=metrics[_POPULATION_QUANTILES[0.5]], error_q90=metrics[_POPULATION_QUANTILES[level]],
+                fast_path_rate=metrics[FAST_PATH_METRIC], overflow_rate=metrics[OVERFLOW_METRIC],
+                # The engine's wall time leaves out the programs it compiles ahead (the draw), but the
+                # mechanism's own kernels compile on their first call: the first distribution of each n.
+                seconds_per_trial=metrics["time_per_trial_s"],
+                includes_compilation=dist == config["distributions"][0])
+    return [found[n, float(eps), dist] for n in config["ns"] for eps in config["epsilons"]
+            for dist in config["distributions"]]
 
 
 def rate_terms(n_alpha, alpha, beta, epsilon, config):
@@ -491,11 +548,14 @@ def _report(config, results):
         "## Error quantiles vs n", "",
         _table(rates, ["distribution", "n", "epsilon", "trials", "error_q50", "error_q90", "fast_path_rate",
                        "overflow_rate", "seconds_per_trial"]), "",
-        "Each row is one cell of the study engine (gpuprivacy.sweeps.run_cells): every trial's dataset is drawn on "
-        "the device from its own key (gpuprivacy.datasets laws, population median 0), every epsilon of a (n, "
-        "distribution) sees the same datasets, and the fast-path and overflow rates are the releases' own routes. "
-        "seconds_per_trial leaves out the engine's ahead-of-time compilation; that of the first distribution per "
-        "(n, epsilon) includes the mechanism's JIT compilation.", "",
+        "Each row is one cell of a sweep config run by the study engine (gpuprivacy.sweeps.run_sweep; full mode: "
+        "experiments/configs/private_median_rates.toml, with trials capped at large n; the rows are in "
+        f"{', '.join(f'`{_rates_file(config, sweep)}`' for sweep in rates_sweep_configs(config))}): every "
+        "trial's dataset is drawn on the device from its own key (gpuprivacy.datasets laws, population median 0), "
+        "every epsilon of a (n, distribution) sees the same datasets, error_q50 and error_q90 are the cell's "
+        "population_abs_error quantiles, and the fast-path and overflow rates are the releases' own routes (the "
+        "private-median route metrics). seconds_per_trial leaves out the engine's ahead-of-time compilation; that "
+        "of the first distribution per (n, epsilon) includes the mechanism's JIT compilation.", "",
         *[f"![](rates_eps{eps}.png)" for eps in config["epsilons"]], "",
         "## Sample complexity vs the Theorem 3.1 rate", "",
         f"Fitted constants (NNLS, relative error) for n = c1 log(1/b)/(L^2 a^2) + c2 log(1/b)/(eps L a) + "
@@ -540,7 +600,7 @@ def _run_study(study_dir: pathlib.Path, *, quick: bool, progress: bool) -> dict:
     counter, curves = part_counterexamples()
     wall["counterexamples"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    rates = part_rates(config, jax.random.fold_in(key, 1), progress)
+    rates = part_rates(config, study_dir, progress)
     wall["rates"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     complexity_rows, fit = part_sample_complexity(config, rates)

@@ -63,6 +63,7 @@ from gpuprivacy.sweeps._frame import read_results as read_results
 from gpuprivacy.sweeps._frame import paired_rows as paired_rows
 from gpuprivacy.sweeps._frame import read_paired as read_paired
 from gpuprivacy.sweeps._paired import paired_table as paired_table
+from gpuprivacy.sweeps._paired import exact_dominance as exact_dominance
 from gpuprivacy.sweeps._nonprivate import NotPrivate as NotPrivate
 from gpuprivacy.sweeps._results import SweepResultsError as SweepResultsError
 from gpuprivacy.sweeps._run import SweepSummary as SweepSummary

@@ -11,6 +11,7 @@ import numpy as np
 
 from gpuprivacy._checks import check_epsilon, check_int, check_positive
 from gpuprivacy.datasets import BIKES_DAILY_POPULATION, bikes_daily_queries, synthetic_uniform_queries
+from gpuprivacy.sweeps import _median_routes  # noqa: F401  (registers the private median's route metrics)
 from gpuprivacy.sweeps._registry import (
     SweepData,
     SweepParameter,

@@ -73,8 +73,9 @@ def paired_rows(path: str | os.PathLike) -> list[dict]:
     and dataset parameters as columns (as :func:`flat_rows` names them), the other cell (``versus_cell``,
     ``versus_mechanism`` and its parameters as ``versus_<name>``) and the pair's fields: ``trials``,
     ``abs_error_difference`` and ``_se``, ``population_abs_error_difference`` and ``_se``, ``win_rate`` and
-    ``_se``, ``population_win_rate`` and ``_se``, ``tie_rate`` and, where a mean is undefined, ``note``
-    (see gpuprivacy/sweeps/_paired.py).
+    ``_se``, ``population_win_rate`` and ``_se``, ``tie_rate``, where both cells have exact errors (``exact =
+    true``) ``expected_abs_error_difference`` and ``_se``, ``expected_abs_error_max_difference`` and
+    ``expected_abs_error_dominance``, and, where a mean is undefined, ``note`` (see gpuprivacy/sweeps/_paired.py).
     """
     from gpuprivacy.sweeps._paired import paired_records
 

@@ -12,7 +12,11 @@ Built-in metrics (always computed; null in JSON where they do not apply):
   ``abs_error_q50``, ``abs_error_q90``, ``abs_error_q99`` (empirical quantiles
   of :math:`|e_j|`), and the same against the population value where the
   distribution states one (``population_mae``, ``population_mae_se``,
-  ``population_mse``, ``population_mse_se``, ``bias`` with ``bias_se``);
+  ``population_mse``, ``population_mse_se``, ``bias`` with ``bias_se``, and
+  ``population_abs_error_q50``, ``population_abs_error_q90``,
+  ``population_abs_error_q99``: empirical quantiles of
+  :math:`|\\hat\\theta_j - \\theta|` over the released trials, with
+  :math:`\\theta` the population value; null without one);
   ``coverage`` is the fraction of trials with :math:`|e_j| \\le r` for the
   config's ``coverage_radius = r`` (null without one);
 * exact errors, with ``exact = true`` in the config, where the mechanism states them (its ``exact`` function, e.g.
@@ -85,6 +89,9 @@ BUILTIN_METRICS = {
     "population_mae": "mean |release - population value|", "population_mae_se": "its standard error",
     "population_mse": "mean squared error against the population value", "population_mse_se": "its standard error",
     "bias": "mean (release - population value)", "bias_se": "its standard error",
+    "population_abs_error_q50": "median |release - population value|",
+    "population_abs_error_q90": "90th percentile |release - population value|",
+    "population_abs_error_q99": "99th percentile |release - population value|",
     "coverage": "fraction of trials with |error| <= coverage_radius",
     "expected_abs_error": "exact E|error| per dataset (closed form), mean over the released trials' datasets",
     "expected_abs_error_se": "standard error of expected_abs_error over datasets",
@@ -148,6 +155,10 @@ def cell_metrics(trials, params: dict, *, target_kind: str, coverage_radius: flo
             out["population_mae"], out["population_mae_se"] = _mean_se(np.abs(pop_err).mean(axis=1))
             out["population_mse"], out["population_mse_se"] = _mean_se((pop_err**2).mean(axis=1))
             out["bias"], out["bias_se"] = _mean_se(pop_err.mean(axis=1))
+            pop_abs_err = np.abs(pop_err).mean(axis=1)
+            if pop_abs_err.size:
+                (out["population_abs_error_q50"], out["population_abs_error_q90"],
+                 out["population_abs_error_q99"]) = (float(q) for q in np.quantile(pop_abs_err, [0.5, 0.9, 0.99]))
     # Exact per-dataset quantities: means over the datasets of released trials (withheld ones have no error).
     exact = getattr(trials, "exact", None) or {}
     if "expected_abs_error" in exact:

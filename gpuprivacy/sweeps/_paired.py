@@ -23,6 +23,25 @@ and the same against the population value where the data law states one. A negat
 favours A; :math:`w` is the fraction of trials A wins outright (ties, e.g. two exact releases, count for
 neither; ``tie_rate`` says how many).
 
+Exact per-dataset errors. Where both cells carry their mechanisms' exact expected absolute errors per
+dataset (a sweep with ``exact = true``: :math:`a^A_j = E[|M_A(x_j) - f(x_j)| \\mid x_j]`, the closed form on
+trial j's dataset, no mechanism noise), the pair also compares those, over the same ``m`` datasets:
+
+.. math::
+
+    \\bar\\delta = \\frac1m \\sum_j (a^A_j - a^B_j), \\qquad
+    \\mathrm{se}_\\delta = \\frac{s_\\delta}{\\sqrt m}, \\qquad
+    \\delta_{\\max} = \\max_j (a^A_j - a^B_j), \\qquad
+    \\mathrm{dominance} = \\frac1m \\sum_j 1[a^A_j \\le a^B_j + \\tau \\max(|a^A_j|, |a^B_j|)],
+
+with the relative tolerance :math:`\\tau = 10^{-12}` (``EXACT_TIE_RTOL``): two closed forms that agree
+mathematically on a dataset (PLM and INV on a degenerate one) may differ in the last bits, and count as a
+tie, i.e. for A. The dominance is the fraction of datasets on which A's exact expected error is at most
+B's (Durfee 2025, Thm 2 claims 1 for A = piecewise Laplace, B = inverse sensitivity), and
+:math:`\\delta_{\\max} < 0` says A is strictly better on every one of them. These involve no mechanism
+noise: :math:`\\bar\\delta \\pm 1.96\\,\\mathrm{se}_\\delta` is an interval for the mean over the data law
+of the difference of the exact errors (CLT over i.i.d. datasets).
+
 Why the interval is valid. With fresh data the trials are i.i.d.: trial j's dataset and both cells'
 noise are drawn from keys of trial j alone, independent across j, so :math:`(d_j)` are i.i.d. and
 :math:`\\bar d \\pm 1.96\\,\\mathrm{se}` is a 95% CLT interval for :math:`E|e^A| - E|e^B|` (one pair per
@@ -46,9 +65,15 @@ from typing import NamedTuple
 
 import numpy as np
 
+from gpuprivacy.sweeps._mechanisms import PRIVACY_PARAMETERS
+
 # Two-sided 95% normal quantile: intervals are estimate +- Z95 standard errors.
 Z95 = 1.959963984540054
-PRIVACY_PARAMETERS = ("epsilon", "delta", "rho")
+# Exact expected errors within this relative amount of each other are a tie (counted for A in the dominance):
+# two closed forms equal in exact arithmetic differ by a few ulps (module docstring).
+EXACT_TIE_RTOL = 1e-12
+# The per-trial exact quantity the pairs compare (CellTrials.exact's key).
+EXACT_FIELD = "expected_abs_error"
 # Targets are compared in float64; equal statistics computed by two compiled programs may differ in the last
 # bits (a sum fused differently), never by more than this relative amount.
 _TARGET_RTOL = 1e-9
@@ -64,6 +89,8 @@ class PairedCell(NamedTuple):
       population: the population value of the statistic, or None.
       no_mean: the release's error has no mean (its mean differences are undefined).
       real: the target is real-valued (index targets, selections, are not paired).
+      exact: the mechanism's exact per-dataset quantities, ``{name: [T]}`` (``CellTrials.exact``; empty or
+        None without ``exact = true``); the pair compares their ``expected_abs_error`` where both have it.
     """
 
     cell_id: str
@@ -75,6 +102,7 @@ class PairedCell(NamedTuple):
     population: float | None
     no_mean: bool = False
     real: bool = True
+    exact: dict | None = None
 
 
 def abs_errors(values, reference) -> np.ndarray:
@@ -105,6 +133,29 @@ def win_rate(abs_a, abs_b) -> tuple[float, float, float]:
         return math.nan, math.nan, math.nan
     w = float(np.mean(a < b))
     return w, math.sqrt(w * (1.0 - w) / a.size), float(np.mean(a == b))
+
+
+def exact_dominance(exact_a, exact_b, *, rtol: float = EXACT_TIE_RTOL) -> tuple[float, float]:
+    """``(dominance, max_difference)`` of exact per-dataset errors: the fraction of pairs with
+    :math:`a_j \\le b_j + \\tau \\max(|a_j|, |b_j|)` (ties within the relative tolerance ``rtol`` count for A)
+    and :math:`\\max_j (a_j - b_j)`; NaN for no pairs. A NaN error compares as not dominating.
+
+    Examples:
+      >>> exact_dominance([1.0, 3.0, 2.0], [2.0, 2.0, 2.0])  # a <= b on the first and the tied third
+      (0.6666666666666666, 1.0)
+    """
+    a, b = np.asarray(exact_a, np.float64), np.asarray(exact_b, np.float64)
+    if a.size == 0:
+        return math.nan, math.nan
+    with np.errstate(invalid="ignore"):  # inf - inf where both are infinite: NaN, not a warning
+        slack = rtol * np.maximum(np.abs(a), np.abs(b))
+        dominance = float(np.mean(a <= b + np.where(np.isfinite(slack), slack, 0.0)))
+        return dominance, float(np.max(a - b))
+
+
+def _exact_values(cell: PairedCell) -> np.ndarray | None:
+    values = (cell.exact or {}).get(EXACT_FIELD)
+    return None if values is None else np.asarray(values, np.float64).reshape(-1)
 
 
 def comparable(a: PairedCell, b: PairedCell) -> bool:
@@ -140,6 +191,12 @@ def pair(a: PairedCell, b: PairedCell) -> dict:
     else:
         entry.update(dict.fromkeys(("population_abs_error_difference", "population_abs_error_difference_se",
                                     "population_win_rate", "population_win_rate_se"), math.nan))
+    exact_a, exact_b = _exact_values(a), _exact_values(b)
+    if exact_a is not None and exact_b is not None and exact_a.shape == exact_b.shape == both.shape:
+        ea, eb = exact_a[both], exact_b[both]
+        entry["expected_abs_error_difference"], entry["expected_abs_error_difference_se"], _ = \
+            mean_difference(ea, eb)
+        entry["expected_abs_error_dominance"], entry["expected_abs_error_max_difference"] = exact_dominance(ea, eb)
     if a.no_mean or b.no_mean:
         for key in ("abs_error_difference", "abs_error_difference_se", "population_abs_error_difference",
                     "population_abs_error_difference_se"):

@@ -45,7 +45,7 @@ def with_paired(block: list, requests: list, trials: list, rows: list[dict]) -> 
         index.append(i)
         cells.append(PairedCell(cell.cell_id, cell.mechanism, dict(cell.mechanism_params), t.values, t.targets,
                                 t.valid, t.population, no_mean=error_has_no_mean(request.mechanism, cell.mechanism_params),
-                                real=TARGETS[request.mechanism.target].kind == "real"))
+                                real=TARGETS[request.mechanism.target].kind == "real", exact=dict(t.exact or {})))
     for i, entries in zip(index, paired_entries(cells)):
         if entries:
             rows[i] = {**rows[i], "paired": entries}
@@ -56,7 +56,7 @@ def error_has_no_mean(mechanism, params) -> bool:
     return mechanism.error_has_no_mean is not None and bool(mechanism.error_has_no_mean(params))
 
 
-def out_of_memory(err: Exception) -> bool:
+def is_out_of_memory(err: Exception) -> bool:
     """Whether ``err`` says the device ran out of memory (a condition of this run, not of the cell)."""
     text = str(err)
     return isinstance(err, MemoryError) or "RESOURCE_EXHAUSTED" in text or "Out of memory" in text \
@@ -64,7 +64,7 @@ def out_of_memory(err: Exception) -> bool:
 
 
 def infeasible_row(cell: SweepCell, data: DataSpec, mechanism, err: Exception | str) -> dict:
-    if not isinstance(err, str) and out_of_memory(err):
+    if not isinstance(err, str) and is_out_of_memory(err):
         # Not stored: a later run (another --chunk, a larger device) computes it; "infeasible" would be for good.
         return {"status": OUT_OF_MEMORY, "error": f"{type(err).__name__}: {err}"[:2000]}
     message = err if isinstance(err, str) else f"{type(err).__name__}: {err}".strip()

@@ -18,7 +18,7 @@ from gpuprivacy.sweeps._config import (SweepCell, SweepConfigError, canonical_js
                                       expand_config)
 from gpuprivacy.sweeps._preflight import (check_dataset_parameters, cells_to_do,
                                           resolve_results_path)
-from gpuprivacy.sweeps._rows import (OUT_OF_MEMORY, infeasible_row, out_of_memory, study_row, summary_metrics,
+from gpuprivacy.sweeps._rows import (OUT_OF_MEMORY, infeasible_row, is_out_of_memory, study_row, summary_metrics,
                                      with_paired)
 from gpuprivacy.sweeps._trials import CellRequest, DataSpec, run_cells
 from gpuprivacy.sweeps._provenance import environment_info, utc_timestamp
@@ -215,7 +215,7 @@ def _compute(plan, todo, env, chunk, progress, results, done, select: tuple[int,
                 try:
                     rows = [_cell_row(block[0], entry, data_cache)]
                 except (MemoryError, RuntimeError) as err:
-                    if not out_of_memory(err):
+                    if not is_out_of_memory(err):
                         raise
                     rows = [{"status": OUT_OF_MEMORY, "error": f"{type(err).__name__}: {err}"[:2000]}]
                 bar.update(block[0].num_trials)

@@ -2,10 +2,14 @@
 
 import csv
 import json
+import pathlib
 
 import pytest
 
-from gpuprivacy.reproduce import list_studies, reproduce
+from gpuprivacy.reproduce import list_studies, piecewise_laplace_dominance_config, reproduce
+from gpuprivacy.sweeps import expand_sweep, paired_rows
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -43,7 +47,10 @@ def test_files_and_plots(study_dir):
 def test_dominance_theorem_2_holds_in_every_cell(results):
     rows = results["rows"]
     assert len(rows) == results["cells"] > 50
+    # On every dataset of every cell PLM's exact expected error is at most INV's (the engine's paired dominance,
+    # ties within a relative 1e-12) and in fact strictly smaller (the largest PLM - INV over datasets is < 0).
     assert all(r["plm_beats_inv"] == 1.0 for r in rows)
+    assert all(r["plm_minus_inv_max"] < 0 for r in rows)
     assert all(r["plm"] < r["inv"] for r in rows)
     assert results["error_cdf"]["gap_min"] > -1e-12 and results["error_cdf"]["gap_max"] > 1e-3
 
@@ -91,4 +98,39 @@ def test_rows_are_exact_errors_from_the_study_engine(results, study_dir):
     for r in rows:
         has_smooth = {"smooth_laplace", "smooth_cauchy_median_abs", "plm_median_abs"} <= set(r)
         assert has_smooth == (r["statistic"] == "median")
-    assert "run_cells" in (study_dir / "report.md").read_text()
+    report = (study_dir / "report.md").read_text()
+    assert "run_sweep" in report and "run_cells" in report  # the laws as a sweep config; the Bikes series by hand
+
+
+def test_law_rows_read_the_sweep_s_metrics_and_paired_dominance(results, study_dir):
+    """Each law row is read off the sweep's rows, kept in the study folder: the PLM and INV cells' exact metrics
+    and the PLM cell's paired entry against INV."""
+    path = study_dir / "piecewise_laplace_dominance_quick.jsonl"
+    sweep_rows = [json.loads(line) for line in path.read_text().splitlines()]
+    config = piecewise_laplace_dominance_config(quick=True)
+    assert {r["cell_id"] for r in sweep_rows} == {c.cell_id for c in expand_sweep(config)}
+    by_cell = {(r["dataset"], r["dataset_params"]["n"], r["mechanism"], r["mechanism_params"]["epsilon"]): r
+               for r in sweep_rows if r["mechanism"] != "smooth-sensitivity-median"}
+    pairs = {(p["cell_id"], p["versus_cell"]): p for p in paired_rows(path)}
+    names = {"median": "median", "quantile0.9": "quantile", "clipped_mean": "clipped-mean"}
+    law_rows = [r for r in results["rows"] if r["distribution"] != "bikes-registered"]
+    assert len(law_rows) == 4 * 2 * 2 * 3
+    for r in law_rows:
+        plm = by_cell[(r["distribution"], r["n"], f"piecewise-laplace-{names[r['statistic']]}", r["epsilon"])]
+        inv = by_cell[(r["distribution"], r["n"], f"inverse-sensitivity-{names[r['statistic']]}", r["epsilon"])]
+        assert (r["plm"], r["inv"]) == (plm["metrics"]["expected_abs_error"], inv["metrics"]["expected_abs_error"])
+        entry = pairs[(plm["cell_id"], inv["cell_id"])]
+        assert entry["trials"] == results["config"]["datasets_per_cell"]
+        assert r["plm_beats_inv"] == entry["expected_abs_error_dominance"]
+        assert r["plm_minus_inv_max"] == entry["expected_abs_error_max_difference"]
+        assert entry["expected_abs_error_difference"] == pytest.approx(r["plm"] - r["inv"], rel=1e-9)
+
+
+def test_the_config_file_is_the_full_study_grid():
+    """experiments/configs/piecewise_laplace_dominance.toml is the full mode's sweep: the very cells (ids: seed,
+    parameters, trials, exact), so the two cannot drift."""
+    from_toml = expand_sweep(ROOT / "experiments" / "configs" / "piecewise_laplace_dominance.toml")
+    full = piecewise_laplace_dominance_config(quick=False)
+    assert [c.cell_id for c in from_toml] == [c.cell_id for c in expand_sweep(full)]
+    assert len(from_toml) == 4 * 3 * 6 * 8 and {c.num_trials for c in from_toml} == {100}
+    assert all(c.options.get("exact") is True for c in from_toml)

@@ -2,17 +2,24 @@
 (Tzamos, Vlatakis-Gkaragkounis & Zadik 2020) and docs/errata.md; the error rates come from the study engine."""
 
 import csv
+import importlib
 import json
+import math
+import pathlib
 
-import jax
 import numpy as np
 import pytest
 
+from gpuprivacy import datasets
+from gpuprivacy.mechanisms import median
 from gpuprivacy.reproduce import _private_median as study
 from gpuprivacy.reproduce import list_studies, reproduce
-from gpuprivacy.sweeps import CellRequest, run_cells
+from gpuprivacy.sweeps import (CellRequest, CellTrials, DataSpec, builtin_sweepables, cell_key, cell_metrics, data_key,
+                               expand_sweep, list_metrics, run_cells, run_sweep)
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+ROUTE_METRICS = (study.FAST_PATH_METRIC, study.OVERFLOW_METRIC)
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +40,7 @@ def test_study_is_registered():
 def test_folder_has_every_file(study_dir):
     names = {p.name for p in study_dir.iterdir()}
     assert {"report.md", "results.json", "rates.csv", "baselines.csv", "metadata.json", "baselines.png",
-            "counterexamples.png", "rates_eps1.0.png"} <= names
+            "counterexamples.png", "rates_eps1.0.png", "rates_quick.jsonl"} <= names
     for name in ("baselines.png", "counterexamples.png", "rates_eps1.0.png"):
         data = (study_dir / name).read_bytes()
         assert data.startswith(PNG_MAGIC) and len(data) > 10_000
@@ -96,27 +103,106 @@ def test_report_and_metadata(study_dir):
     assert meta["study"] == "tzamos2020-private-median" and meta["quick"] is True and meta["seed"] == 3
 
 
-def test_rates_rows_are_study_engine_cells(study_dir, results):
+def _engine_cell(cell):
+    """The per-trial results of a sweep cell, run again by the engine from the cell's own keys."""
+    params = dict(cell.dataset_params)
+    n, fresh = params.pop("n"), params.pop("fresh")
+    spec = DataSpec(cell.dataset, n, params, distribution=datasets.distribution(cell.dataset), fresh=fresh)
+    request = CellRequest(builtin_sweepables()[cell.mechanism], dict(cell.mechanism_params),
+                          cell_key(cell.seed, cell.cell_id))
+    (trials,) = run_cells([request], spec, cell.num_trials, data_key=data_key(cell.seed, cell))
+    return trials
+
+
+def test_rates_rows_are_study_engine_cells(study_dir, results, tmp_path):
     config = json.loads((study_dir / "results.json").read_text(encoding="utf-8"))["config"]
     rates = results["rates"]
     assert all(r["trials"] == config["trials"] for r in rates)     # quick mode: no max_trial_elements cap
+    # Every rates row is one cell of the study's sweep, whose rows stay in the study folder.
+    (sweep,) = study.rates_sweep_configs(config)
+    rows = [json.loads(line) for line in (study_dir / "rates_quick.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert {r["cell_id"] for r in rows} == {c.cell_id for c in expand_sweep(sweep)} and len(rows) == len(rates)
     # A rerun of the first sample size gives the same numbers: the keys depend on the seed and the cell only.
-    rates_key = jax.random.fold_in(jax.random.key(config["seed"]), 1)
-    again = study.part_rates(dict(config, ns=config["ns"][:1]), rates_key, progress=False)
+    again = study.part_rates(dict(config, ns=config["ns"][:1]), tmp_path, progress=False)
     timing = ("seconds_per_trial", "includes_compilation")
     strip = [{k: v for k, v in r.items() if k not in timing} for r in again]
     assert strip == [{k: v for k, v in r.items() if k not in timing} for r in rates if r["n"] == config["ns"][0]]
     # The row of the lower-bound mixture (the one with non-certified trials) is the engine's cell: its
     # fast-path rate is that of the releases' own routes, its quantiles those of the released values.
-    n, di = config["ns"][0], config["distributions"].index("lower_bound_mixture")
-    (cell,) = run_cells([CellRequest(study.builtin_sweepables()["private-median"],
-                                     study._params(config, config["epsilons"][0]),
-                                     study._key(rates_key, study._NOISE, 0, di, 0))],
-                        study.data_spec("lower_bound_mixture", n, config), config["trials"],
-                        data_key=study._key(rates_key, study._DATA, 0, di), chunk=study._chunk(n, config["trials"]))
+    n = config["ns"][0]
+    (cell,) = [c for c in expand_sweep(sweep) if c.dataset == "lower-bound-mixture" and c.dataset_params["n"] == n]
+    trials = _engine_cell(cell)
     row = next(r for r in rates if r["n"] == n and r["distribution"] == "lower_bound_mixture")
-    assert row["fast_path_rate"] == np.mean(cell.info["nonprivate_route"] == 0) < 1
-    assert row["error_q90"] == np.quantile(np.abs(cell.values), 1 - config["beta"])
+    assert row["fast_path_rate"] == np.mean(trials.info["nonprivate_route"] == 0) < 1
+    assert trials.population == 0.0 and np.all(trials.valid)
+    assert row["error_q90"] == np.quantile(np.abs(trials.values), 1 - config["beta"])
+    assert row["error_q50"] == np.quantile(np.abs(trials.values), 0.5)
+
+
+def test_rates_toml_is_the_full_study_grid():
+    """experiments/configs/private_median_rates.toml is the full mode's rates part: the same cells (mechanism,
+    parameters, laws, n, metrics); the study caps trials at large n, the config cannot (one trials for all)."""
+    full = study.study_config(quick=False)
+    from_toml = expand_sweep(ROOT / "experiments" / "configs" / "private_median_rates.toml")
+    sweeps = study.rates_sweep_configs(full)
+    from_study = [cell for sweep in sweeps for cell in expand_sweep(sweep)]
+
+    def without_trials(cell):
+        return json.dumps(cell._replace(cell_id="", num_trials=0).canonical(), sort_keys=True)
+    assert sorted(map(without_trials, from_toml)) == sorted(map(without_trials, from_study))
+    assert len(from_toml) == len(full["ns"]) * len(full["epsilons"]) * len(full["distributions"])
+    assert {cell.num_trials for cell in from_toml} == {full["trials"]}
+    assert all(cell.num_trials == study._trials_at(full, cell.dataset_params["n"]) for cell in from_study)
+    # Where the study runs every trial, the very cells (ids: seed, parameters, trials, metrics) of the config.
+    assert sweeps[0]["trials"] == full["trials"] and sweeps[0]["name"] == "private_median_rates"
+    assert {c.cell_id for c in expand_sweep(sweeps[0])} < {c.cell_id for c in from_toml}
+    assert {c.dataset_params["n"] for c in from_study if c.num_trials < full["trials"]} == {300_000, 1_000_000}
+
+
+def test_route_metrics_are_registered_at_import_and_again():
+    assert set(ROUTE_METRICS) <= set(list_metrics())
+    assert {"population_abs_error_q50", "population_abs_error_q90", "population_abs_error_q99"} <= set(list_metrics())
+    importlib.reload(importlib.import_module("gpuprivacy.sweeps._median_routes"))  # a second registration: no error
+    assert set(ROUTE_METRICS) <= set(list_metrics())
+
+
+def test_route_metrics_and_population_quantiles_by_hand():
+    fast, full, overflow = (median.ROUTE_NAMES.index(r) for r in ("certified-fast-path", "full", "full-overflow"))
+    values = np.array([0.3, -1.2, 2.5, 0.1, -0.4, 7.0, 0.05, -0.6])
+    valid = np.array([True, True, True, True, True, False, True, True])
+    routes = np.array([fast, fast, full, overflow, fast, overflow, fast, full])
+    trials = CellTrials(values=values, targets=np.zeros(8), valid=valid, guarantee=None, population=0.25,
+                        wall_s=0.8, compile_s=0.0, chunk=8, devices=1, info={"nonprivate_route": routes})
+    m = cell_metrics(trials, {}, target_kind="real", extra=ROUTE_METRICS)
+    assert m[study.FAST_PATH_METRIC] == 0.5 and m[study.OVERFLOW_METRIC] == 0.25   # over every trial
+    expected = np.quantile(np.abs(values[valid] - 0.25), [0.5, 0.9, 0.99])           # over the released ones
+    assert [m["population_abs_error_q50"], m["population_abs_error_q90"], m["population_abs_error_q99"]] == \
+        list(expected)
+    # Without a population value the quantiles are NaN (null in a row); without routes, so are the rates.
+    m = cell_metrics(trials._replace(population=None, info={}), {}, target_kind="real", extra=ROUTE_METRICS)
+    assert all(math.isnan(m[k]) for k in ("population_abs_error_q50", "population_abs_error_q99", *ROUTE_METRICS))
+    assert m["abs_error_q50"] == np.quantile(np.abs(values[valid]), 0.5)          # the existing metrics unchanged
+
+
+def test_route_metrics_and_population_quantiles_on_a_tiny_sweep(tmp_path):
+    config = {"name": "pm-tiny", "seed": 11, "trials": 200, "metrics": list(ROUTE_METRICS),
+              "mechanism": [{"name": "private-median", "epsilon": 1.0, "min_density": 0.15, "radius": 1.0,
+                             "median_bound": 10.0},
+                            {"name": "laplace-median", "epsilon": 1.0, "lower": -10.0, "upper": 10.0, "clip": True}],
+              "dataset": {"name": "lower-bound-mixture", "n": 100}}
+    rows = run_sweep(config, results_path=tmp_path / "r.jsonl", progress=False).rows
+    for cell, row in zip(expand_sweep(config), rows, strict=True):
+        trials, m = _engine_cell(cell), row["metrics"]
+        assert row["population_value"] == trials.population == 0.0
+        errors = np.abs(trials.values[trials.valid] - trials.population)
+        for q in (50, 90, 99):
+            assert m[f"population_abs_error_q{q}"] == np.quantile(errors, q / 100)
+        if cell.mechanism == "private-median":
+            routes = trials.info["nonprivate_route"]
+            assert m[study.FAST_PATH_METRIC] == np.mean(routes == median.ROUTE_NAMES.index("certified-fast-path")) < 1
+            assert m[study.OVERFLOW_METRIC] == np.mean(routes == median.ROUTE_NAMES.index("full-overflow"))
+        else:  # no routes: null, not 0
+            assert m[study.FAST_PATH_METRIC] is None and m[study.OVERFLOW_METRIC] is None
 
 
 def _synthetic_baselines(config):

@@ -9,11 +9,12 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from gpuprivacy import audit, sweeps
+from gpuprivacy import audit, datasets, sweeps
 from gpuprivacy.cli import main
 from gpuprivacy.sweeps import SweepConfigError, run_sweep
 from gpuprivacy.sweeps._mechanisms import TARGETS, builtin_sweepables
-from gpuprivacy.sweeps._paired import PairedCell, comparable, mean_difference, pair, paired_entries, win_rate
+from gpuprivacy.sweeps._paired import (EXACT_TIE_RTOL, PairedCell, comparable, mean_difference, pair, paired_entries,
+                                       win_rate)
 
 NOT_PRIVATE = {"type": "NotPrivate", "kind": "none", "private": False}
 BOX = {"lower": -5.0, "upper": 5.0, "clip": True}
@@ -73,6 +74,43 @@ def test_which_cells_are_comparable():
     assert comparable(eps1, _cell("pure", t, t, params={"epsilon": 1.0, "delta": None}))  # unset delta
     assert not comparable(eps1, _cell("idx", t, t, real=False))
     assert [len(e) for e in paired_entries([eps1, _cell("np", t, t, params={})])] == [1, 1]
+
+
+EXACT_FIELDS = ("expected_abs_error_difference", "expected_abs_error_difference_se",
+                "expected_abs_error_max_difference", "expected_abs_error_dominance")
+
+
+def test_exact_errors_pair_over_the_datasets_both_released():
+    targets = [0.0] * 5
+    a = _cell("a", [0.0] * 5, targets, valid=[1, 1, 1, 1, 0], exact={"expected_abs_error": [1.0, 2.0, 3.0, 4.0, 0.0]})
+    b = _cell("b", [0.0] * 5, targets, exact={"expected_abs_error": [2.0, 2.0, 1.0, 5.0, 9.0]})
+    entry = pair(a, b)  # both released: datasets 0..3; a - b = -1, 0, 2, -1
+    d = np.array([-1.0, 0.0, 2.0, -1.0])
+    assert entry["expected_abs_error_difference"] == pytest.approx(0.0, abs=1e-15)
+    assert entry["expected_abs_error_difference_se"] == pytest.approx(np.std(d, ddof=1) / 2)
+    assert entry["expected_abs_error_max_difference"] == 2.0
+    assert entry["expected_abs_error_dominance"] == 0.75  # a <= b on datasets 0, 1 (a tie) and 3
+    reverse = pair(b, a)
+    assert reverse["expected_abs_error_max_difference"] == 1.0 and reverse["expected_abs_error_dominance"] == 0.5
+    # A tie within the relative tolerance counts for A; a difference beyond it does not.
+    tie = _cell("t", [0.0], [0.0], exact={"expected_abs_error": [1.0 + 0.5 * EXACT_TIE_RTOL]})
+    one = _cell("o", [0.0], [0.0], exact={"expected_abs_error": [1.0]})
+    beyond = _cell("x", [0.0], [0.0], exact={"expected_abs_error": [1.0 + 4 * EXACT_TIE_RTOL]})
+    assert pair(tie, one)["expected_abs_error_dominance"] == 1.0
+    assert pair(beyond, one)["expected_abs_error_dominance"] == 0.0 and pair(one, beyond)[
+        "expected_abs_error_dominance"] == 1.0
+    assert sweeps.exact_dominance([1.0, 3.0], [2.0, 2.0]) == (0.5, 1.0)
+    assert all(math.isnan(v) for v in sweeps.exact_dominance([], []))
+
+
+def test_cells_without_exact_errors_have_no_exact_fields():
+    t = [0.0, 1.0]
+    with_exact = _cell("e", t, t, exact={"expected_abs_error": [1.0, 1.0]})
+    for other in (_cell("none", t, t), _cell("empty", t, t, exact={}),
+                  _cell("median-only", t, t, exact={"median_abs_error": [1.0, 1.0]})):
+        assert not set(EXACT_FIELDS) & set(pair(with_exact, other)) and not set(EXACT_FIELDS) & set(
+            pair(other, with_exact))
+    assert set(EXACT_FIELDS) <= set(pair(with_exact, with_exact))
 
 
 # --- the baseline ----------------------------------------------------------------------------------------------
@@ -237,3 +275,51 @@ def test_paired_table_names_the_reference_with_intervals(study):
     other = sweeps.paired_table(summary_rows, reference="laplace-median")
     assert "| piecewise-laplace-median |" in other and "laplace-median (" in other
     assert sweeps.paired_table([{k: v for k, v in r.items() if k != "paired"} for r in summary_rows]) == ""
+
+
+def test_the_study_report_has_the_paired_section_and_refuses_an_unknown_reference(study, tmp_path):
+    path, _, _ = study
+    out = sweeps.study_report(path, out_dir=tmp_path / "report")
+    report = (tmp_path / "report" / "report.md").read_text()
+    assert "## Paired differences" in report and "nonprivate" in report.split("## Paired differences")[1]
+    assert out["files"][0].name == "report.md"
+    sweeps.study_report(path, out_dir=tmp_path / "other", reference="laplace-median")
+    assert "laplace-median (" in (tmp_path / "other" / "report.md").read_text()
+    with pytest.raises(ValueError, match="'laplace' is not a mechanism of .* its mechanisms are"):
+        sweeps.study_report(path, out_dir=tmp_path / "bad", reference="laplace")
+    assert not (tmp_path / "bad").exists()  # refused before anything is written
+
+
+# --- a tiny sweep with exact = true: the exact errors paired ------------------------------------------------------
+
+def test_an_exact_sweep_pairs_the_exact_errors_as_run_cells_gives_them(tmp_path):
+    config = {"name": "paired-exact", "seed": 7, "trials": 16, "exact": True,
+              "mechanism": [{"name": ["piecewise-laplace-median", "inverse-sensitivity-median"], "epsilon": 1.0,
+                             **BOX},
+                            {"name": "nonprivate"}],
+              "dataset": {"name": "normal", "n": 15, "scale": 2.0}}
+    summary = run_sweep(config, results_path=tmp_path / "r.jsonl", progress=False)
+    rows = {r["mechanism"]: r for r in summary.rows}
+    plm, inv = rows["piecewise-laplace-median"], rows["inverse-sensitivity-median"]
+    entry, reverse = _entry(plm, inv), _entry(inv, plm)
+    # By hand: the same cells through run_cells, with the engine's keys (data key from the seed and the dataset,
+    # noise keys from the cells), give each dataset's exact errors.
+    cells = {c.mechanism: c for c in sweeps.expand_sweep(config)}
+    table = builtin_sweepables()
+    spec = sweeps.DataSpec("normal", 15, {"loc": 0.0, "scale": 2.0}, distribution=datasets.distribution("normal"))
+    names = ("piecewise-laplace-median", "inverse-sensitivity-median")
+    requests = [sweeps.CellRequest(table[name], dict(cells[name].mechanism_params),
+                                   sweeps.cell_key(7, cells[name].cell_id)) for name in names]
+    a_trials, b_trials = sweeps.run_cells(requests, spec, 16, data_key=sweeps.data_key(7, cells[names[0]]), exact=True)
+    assert np.all(a_trials.valid) and np.all(b_trials.valid)
+    a, b = a_trials.exact["expected_abs_error"], b_trials.exact["expected_abs_error"]
+    assert entry["trials"] == 16
+    assert entry["expected_abs_error_dominance"] == np.mean(a <= b) == 1.0  # Durfee 2025, Thm 2
+    assert entry["expected_abs_error_max_difference"] == pytest.approx(np.max(a - b), rel=1e-12) and np.max(a - b) < 0
+    assert entry["expected_abs_error_difference"] == pytest.approx(np.mean(a - b), rel=1e-12)
+    assert entry["expected_abs_error_difference_se"] == pytest.approx(np.std(a - b, ddof=1) / 4, rel=1e-12)
+    assert entry["expected_abs_error_difference"] == pytest.approx(
+        plm["metrics"]["expected_abs_error"] - inv["metrics"]["expected_abs_error"], rel=1e-9)
+    assert reverse["expected_abs_error_dominance"] == np.mean(b <= a) == 0.0
+    # The baseline has no exact errors: its pairs carry none.
+    assert not set(EXACT_FIELDS) & set(_entry(plm, "nonprivate"))

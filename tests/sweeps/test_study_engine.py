@@ -228,7 +228,9 @@ def test_study_report_writes_a_plot_and_a_table_from_the_results_alone(tmp_path,
     written = json.loads(capsys.readouterr().out)
     assert written["x"] == "n" and written["metric"] == "mae"
     table = (tmp_path / "rep" / "report.md").read_text()
-    assert table.count("| piecewise-laplace-median |") == 4 and "± " in table
+    cells, paired = table.split("## Paired differences")  # the cells' table, then the pairs (same datasets)
+    assert cells.count("| piecewise-laplace-median |") == 4 and "± " in cells
+    assert paired.count("| piecewise-laplace-median |") + paired.count("| exponential-mechanism-median |") == 4
     png = (tmp_path / "rep" / "mae_vs_n.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
     assert main(["study", "report", str(results), "--metric", "nope"]) == 2
@@ -311,7 +313,10 @@ def test_every_example_config_runs_in_quick_mode(tmp_path, path):
     assert summary.num_computed == summary.num_cells > 0
     assert all(row["metrics"] for row in summary.rows)
     if path.stem == "five_medians":  # the issue's study: 5 medians x 3 laws x 3 n x 3 epsilons, and its report
-        assert len(sweeps.expand_sweep(path)) == 5 * 3 * 3 * 3
-        assert {r["mechanism"] for r in summary.rows} == set(FIVE_MEDIANS)
-        assert all(r["metrics"]["epsilon"] == r["mechanism_params"]["epsilon"] for r in summary.rows)
+        assert len(sweeps.expand_sweep(path)) == 5 * 3 * 3 * 3 + 3 * 3  # and the nonprivate baseline per dataset
+        assert {r["mechanism"] for r in summary.rows} == set(FIVE_MEDIANS) | {"nonprivate"}
+        assert all(r["metrics"]["epsilon"] == r["mechanism_params"]["epsilon"] for r in summary.rows
+                   if r["mechanism"] != "nonprivate")
+        assert all(r["metrics"]["epsilon"] is None and r["guarantee"]["private"] is False for r in summary.rows
+                   if r["mechanism"] == "nonprivate")
         assert main(["study", "report", str(tmp_path / "quick.jsonl"), "--x", "epsilon"]) == 0
