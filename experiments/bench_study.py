@@ -136,7 +136,7 @@ def smart_baseline(cells, params_of=lambda cell: {**PARAMS, **cell.mechanism_par
         dist = datasets.distribution(cell.dataset)
         n = cell.dataset_params["n"]
         params = dict(params_of(cell))
-        eps = params.pop("epsilon")
+        eps = params.pop("epsilon", None)  # None: the nonprivate baseline, which takes no epsilon
         chunk = _trials.plan_chunk(n, cell.num_trials, 1, jax.devices()[0].platform)
         keys = jax.random.split(sweeps.cell_key(cell.seed, cell.cell_id), cell.num_trials)
         pad = (-cell.num_trials) % chunk  # pad the last chunk (one program per shape), as the engine does
@@ -147,16 +147,18 @@ def smart_baseline(cells, params_of=lambda cell: {**PARAMS, **cell.mechanism_par
         hook = batched_implementation(mech.release)
         if hook is None:
             static = tuple(sorted(params.items()))
+            traced = {} if eps is None else {"epsilon": eps}
             run = program(("mechanism", cell.mechanism, static, n, chunk),
                           lambda rel=mech.release, p=params: jax.vmap(
-                              lambda k, x, e: rel(k, x, epsilon=e, **p).value, in_axes=(0, 0, None)),
-                          mech_keys[:chunk], jax.ShapeDtypeStruct((chunk, n), jnp.float64), jnp.float64(eps))
+                              lambda k, x, e: rel(k, x, **e, **p).value, in_axes=(0, 0, None)),
+                          mech_keys[:chunk], jax.ShapeDtypeStruct((chunk, n), jnp.float64),
+                          {k: jnp.float64(v) for k, v in traced.items()})
         for s in range(0, cell.num_trials, chunk):
             t0 = time.perf_counter()
             x = jax.block_until_ready(draw(data_keys[s:s + chunk]))
             t1 = time.perf_counter()
             if hook is None:
-                np.asarray(run(mech_keys[s:s + chunk], x, jnp.float64(eps)))
+                np.asarray(run(mech_keys[s:s + chunk], x, {k: jnp.float64(v) for k, v in traced.items()}))
             else:
                 np.asarray(hook(mech_keys[s:s + chunk], x, batched_args=True, epsilon=eps, **params).value)
             SMART_SPLIT["drawing"] = SMART_SPLIT.get("drawing", 0.0) + t1 - t0
