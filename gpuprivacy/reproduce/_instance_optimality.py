@@ -183,13 +183,23 @@ def _row(statistic, n, epsilon, lower, upper, runs, trials) -> dict:
     inv_each = trials["inv"].exact["expected_abs_error"][released]
     # Plain Laplace at the global sensitivity, unclipped: data-independent, GS/epsilon.
     gs = (upper - lower) / (n if statistic == "clipped_mean" else 1)
-    # Standard errors over the datasets; None (null in JSON) for the one Bikes dataset, which has none.
-    se = {role: metrics[role]["expected_abs_error_se"] for role in ("plm", "inv")}
+    # The engine's paired dominance (ties within a relative 1e-12 count for PLM) and largest difference.
+    return _summary_row(statistic, gs, epsilon, metrics, plm_each, *sweeps.exact_dominance(plm_each, inv_each))
+
+
+def _summary_row(statistic, gs, epsilon, metrics, plm_each, plm_beats_inv, plm_minus_inv_max) -> dict:
+    """A study row from its mechanisms' metrics (by role), PLM's exact error on each dataset and the dominance.
+
+    Plain Laplace at the global sensitivity ``gs``, unclipped, is data-independent: GS/epsilon.
+    """
+    def finite(value):  # standard errors: None (null in JSON) for the one Bikes dataset, which has none
+        return value if value is not None and math.isfinite(value) else None
+
     row = {"plm": metrics["plm"]["expected_abs_error"], "inv": metrics["inv"]["expected_abs_error"],
-           **{f"{role}_se": value if math.isfinite(value) else None for role, value in se.items()},
+           "plm_se": finite(metrics["plm"]["expected_abs_error_se"]),
+           "inv_se": finite(metrics["inv"]["expected_abs_error_se"]),
            "laplace": gs / epsilon, "laplace_half_epsilon": 2 * gs / epsilon,
-           # The engine's paired dominance (ties within a relative 1e-12 count for PLM) and largest difference.
-           **dict(zip(("plm_beats_inv", "plm_minus_inv_max"), sweeps.exact_dominance(plm_each, inv_each))),
+           "plm_beats_inv": plm_beats_inv, "plm_minus_inv_max": plm_minus_inv_max,
            "laplace_beats_plm": float(np.mean(gs / epsilon < plm_each))}
     if statistic == "median":
         # Laplace noise has E|err| = 2 S*/epsilon; Cauchy noise has no mean, so its median |err|, 6 S*/epsilon,
@@ -267,17 +277,8 @@ def _sweep_row(statistic, n, epsilon, cells, plm_each) -> dict:
     metrics = {role: row["metrics"] for role, row in cells.items()}
     (versus_inv,) = [e for e in cells["plm"].get("paired", ()) if e["versus_cell"] == cells["inv"]["cell_id"]]
     gs = (DOMAIN[1] - DOMAIN[0]) / (n if statistic == "clipped_mean" else 1)
-    row = {"plm": metrics["plm"]["expected_abs_error"], "inv": metrics["inv"]["expected_abs_error"],
-           "plm_se": metrics["plm"]["expected_abs_error_se"], "inv_se": metrics["inv"]["expected_abs_error_se"],
-           "laplace": gs / epsilon, "laplace_half_epsilon": 2 * gs / epsilon,
-           "plm_beats_inv": versus_inv["expected_abs_error_dominance"],
-           "plm_minus_inv_max": versus_inv["expected_abs_error_max_difference"],
-           "laplace_beats_plm": float(np.mean(gs / epsilon < plm_each))}
-    if statistic == "median":
-        row["smooth_laplace"] = metrics["smooth_laplace"]["expected_abs_error"]
-        row["smooth_cauchy_median_abs"] = metrics["smooth_cauchy"]["median_abs_error_exact"]
-        row["plm_median_abs"] = metrics["plm"]["median_abs_error_exact"]
-    return row
+    return _summary_row(statistic, gs, epsilon, metrics, plm_each, versus_inv["expected_abs_error_dominance"],
+                        versus_inv["expected_abs_error_max_difference"])
 
 
 def _plm_exact_each(config, sweep, cells) -> dict[tuple, np.ndarray]:

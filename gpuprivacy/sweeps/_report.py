@@ -11,10 +11,10 @@ import tempfile
 from typing import Any, NamedTuple, Sequence
 
 from gpuprivacy._plots import require_matplotlib
-from gpuprivacy.sweeps._paired import paired_table
+from gpuprivacy.sweeps._paired import Z95, paired_table
 from gpuprivacy.sweeps._results import file_in_the_way, read_rows
 
-_Z95 = 1.959963984540054  # two-sided 95% normal quantile, for the error bars and the table's +-
+_Z95 = Z95  # two-sided 95% normal quantile, for the error bars and the table's +- (one constant with the pairs)
 
 
 def _axes_of(row: dict) -> dict[str, Any]:
