@@ -88,10 +88,23 @@ def format_name(base: str, params: dict) -> str:
     return base + "[" + ",".join(f"{k}={format_value(v)}" for k, v in sorted(params.items())) + "]"
 
 
-def current_name(name: str) -> str:
-    """``name`` with an older name replaced and bracket parameters sorted."""
-    base, params = parse_name(OLDER_NAMES.get(name, name))
-    return format_name(base, params)
+def current_name(name: str, *, known: Iterable[str] | None = None) -> str:
+    """``name`` with an older name replaced and bracket parameters sorted.
+
+    With ``known``, the names of a registry whose entries are whole mechanisms, not configurations (the
+    command line's ``gpuprivacy estimate --mechanism``): underscores also read as hyphens (``private_median``,
+    the Python name, is ``private-median``), an older name that means a configuration (``laplace-secure``) is
+    not resolved (a configuration is the auditor's), and a name that is neither older nor in ``known`` comes
+    back as it is, for the registry's own error to name.
+    """
+    spellings = (name,) if known is None else (name, name.replace("_", "-"))
+    for spelling in spellings:
+        older = OLDER_NAMES.get(spelling)
+        if older is not None and (known is None or "[" not in older):
+            return format_name(*parse_name(older))
+    if known is None:
+        return format_name(*parse_name(name))
+    return spellings[1] if spellings[1] in known else name
 
 
 def did_you_mean(name, known: Iterable[str]) -> str:

@@ -15,7 +15,7 @@ from gpuprivacy.cli import _estimate_covering
 from gpuprivacy.cli import _estimate_instance_optimal
 from gpuprivacy.cli import _estimate_median
 from gpuprivacy.cli import _estimate_wrappers
-from gpuprivacy._names import OLDER_NAMES
+from gpuprivacy._names import current_name
 from gpuprivacy.cli._estimate_common import Estimator
 from gpuprivacy.cli._estimate_common import make_key as make_key
 
@@ -29,12 +29,9 @@ ESTIMATORS: dict[str, Estimator] = {
 
 def canonical_estimator(name: str) -> str:
     """``--mechanism NAME`` with an older name resolved (``laplace`` -> ``laplace-mechanism``, gpuprivacy/_names.py)
-    and underscores read as hyphens (``private_median``, the Python name, is ``private-median``)."""
-    for candidate in (name, name.replace("_", "-")):
-        older = OLDER_NAMES.get(candidate)
-        if older is not None and "[" not in older:  # a configuration is the auditor's, not an estimator
-            return older
-    return name.replace("_", "-") if name.replace("_", "-") in ESTIMATORS else name
+    and underscores read as hyphens (``private_median``, the Python name, is ``private-median``): the
+    registry form of :func:`gpuprivacy._names.current_name`, over the names of :data:`ESTIMATORS`."""
+    return current_name(name, known=ESTIMATORS)
 
 
 def register_estimator(name: str, run: Callable, help: str, add_arguments: Callable | None = None) -> None:

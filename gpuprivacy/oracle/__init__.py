@@ -1,11 +1,11 @@
 """Batched evaluation of untrusted oracles over subset families, and ready oracles."""
 
-from gpuprivacy.oracle._evaluate import SUBSETS_AXIS as SUBSETS_AXIS
 from gpuprivacy.oracle._evaluate import canonical_order as canonical_order
-from gpuprivacy.oracle._evaluate import default_mesh as default_mesh
 from gpuprivacy.oracle._evaluate import evaluate as evaluate
 from gpuprivacy.oracle._evaluate import gather_subset as gather_subset
-from gpuprivacy.oracle._evaluate import initialize_distributed as initialize_distributed
+from gpuprivacy.oracle._mesh import SUBSETS_AXIS as SUBSETS_AXIS
+from gpuprivacy.oracle._mesh import default_mesh as default_mesh
+from gpuprivacy.oracle._mesh import initialize_distributed as initialize_distributed
 from gpuprivacy.oracle._library import ORACLES as ORACLES
 from gpuprivacy.oracle._library import clipped_mean as clipped_mean
 from gpuprivacy.oracle._library import count as count

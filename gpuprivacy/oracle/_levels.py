@@ -34,7 +34,8 @@ import numpy as np
 from jax.sharding import NamedSharding, PartitionSpec
 
 from gpuprivacy._checks import check_data, check_int
-from gpuprivacy.oracle._evaluate import DEFAULT_MAX_QUERIES, SUBSETS_AXIS, default_mesh, evaluate
+from gpuprivacy.oracle._evaluate import DEFAULT_MAX_QUERIES, evaluate
+from gpuprivacy.oracle._mesh import SUBSETS_AXIS, default_mesh
 from gpuprivacy.oracle._isolation import apply_oracle, blocks_from_bitmasks, pad_resolved
 from gpuprivacy.oracle._trust import resolve_oracle
 from gpuprivacy.subsets import (

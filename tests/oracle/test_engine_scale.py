@@ -6,6 +6,7 @@ import pytest
 
 from gpuprivacy import _memory, oracle, subsets
 from gpuprivacy.oracle import _evaluate as engine
+from gpuprivacy.oracle import _evaluate_plan, _evaluate_sharded
 from gpuprivacy.oracle import _levels
 
 
@@ -78,12 +79,12 @@ def test_the_micro_batch_is_sized_by_bytes_not_by_the_chunk():
 
 
 def test_a_family_whose_outputs_cannot_fit_is_refused_before_any_work(monkeypatch):
-    monkeypatch.setattr(engine, "usable_bytes", lambda device=None: (1 << 20, "a test device (1 MiB)"))
+    monkeypatch.setattr(_evaluate_plan, "usable_bytes", lambda device=None: (1 << 20, "a test device (1 MiB)"))
 
     def no_kernel(*args, **kwargs):
         raise AssertionError("a kernel was built for a refused family")
 
-    monkeypatch.setattr(engine, "_compiled_kernel", no_kernel)
+    monkeypatch.setattr(_evaluate_sharded, "_compiled_kernel", no_kernel)
     with pytest.raises(ValueError, match=r"(?s)removals\(n=1000, depth=2\) has 500,501 subsets.*a test device.*"
                                          r"About [\d,]+ subsets would fit"):
         oracle.evaluate(oracle.mean, np.zeros(1000), subsets.removals(1000, 2))
@@ -115,7 +116,7 @@ def test_device_resident_families_give_the_host_prepared_values(monkeypatch, nam
     data = np.random.default_rng(3).standard_normal(40)
     family = _families(40)[name]
     host = np.asarray(oracle.evaluate(fn, data, family, chunk_size=7))
-    monkeypatch.setattr(engine, "_RESIDENT_FAMILIES", True)
+    monkeypatch.setattr(_evaluate_plan, "_RESIDENT_FAMILIES", True)
     plan = engine.plan_evaluation(fn, data, family, capacity=family.capacity, chunk_size=7,
                                   mesh=oracle.default_mesh())
     assert plan.family_resident and plan.num_chunks >= 1
@@ -128,7 +129,7 @@ def test_device_resident_families_over_several_chunks(monkeypatch, size):
     data = np.random.default_rng(4).standard_normal(40)
     family = subsets.random_subsets(jax.random.key(9), 40, size, 70_000)
     host = np.asarray(oracle.evaluate(oracle.mean, data, family, chunk_size=7))
-    monkeypatch.setattr(engine, "_RESIDENT_FAMILIES", True)
+    monkeypatch.setattr(_evaluate_plan, "_RESIDENT_FAMILIES", True)
     plan = engine.plan_evaluation(oracle.mean, data, family, capacity=family.capacity, chunk_size=7,
                                   mesh=oracle.default_mesh())
     assert plan.family_resident and plan.num_chunks > 1
