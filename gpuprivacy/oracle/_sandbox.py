@@ -101,6 +101,46 @@ ALLOW_UNCONFINED_ENV = "GPUPRIVACY_ALLOW_UNCONFINED"
 _PRIVATE_PREFIX = "gpuprivacy-sandbox-"
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: alive
+        return True
+    return True
+
+
+def remove_stale_private_dirs(root: str | None = None) -> list[str]:
+    """Removes the private folders that workers of dead engines left in ``root`` (the temporary directory).
+
+    A worker names its folder ``gpuprivacy-sandbox-<engine pid>-*``. It removes the folder when its engine
+    stops it, and the engine does at exit; an engine killed with SIGKILL does neither (its worker dies with it,
+    by its parent-death signal). So each engine, before starting a worker, removes the folders of this user
+    whose engine is no longer running. Only plain folders are touched (never a symbolic link), and a folder
+    without an engine pid in its name is left alone. Returns the paths removed.
+    """
+    root = tempfile.gettempdir() if root is None else root
+    removed = []
+    try:
+        entries = list(os.scandir(root))
+    except OSError:
+        return removed
+    for entry in entries:
+        pid = entry.name[len(_PRIVATE_PREFIX):].split("-", 1)[0] if entry.name.startswith(_PRIVATE_PREFIX) else ""
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            if not entry.is_dir(follow_symlinks=False) or entry.stat(follow_symlinks=False).st_uid != os.getuid():
+                continue
+        except OSError:
+            continue
+        if not _alive(int(pid)):
+            shutil.rmtree(entry.path, ignore_errors=True)
+            removed.append(entry.path)
+    return removed
+
+
 class _Worker:
     """The confined template process (started lazily, restarted if it died); it forks one child per request."""
 
@@ -133,7 +173,11 @@ class _Worker:
 
     def _start(self, timeout: float) -> None:
         unconfined = self._unconfined()
-        env = {"PATH": os.defpath, "JAX_PLATFORMS": "cpu", "JAX_ENABLE_X64": "1", "XLA_FLAGS": "",
+        remove_stale_private_dirs()
+        # TMPDIR: the worker makes its private folder where this process's temporary directory is, so that
+        # stop() (which removes only a folder there) finds it whatever TMPDIR the user set.
+        env = {"PATH": os.defpath, "TMPDIR": tempfile.gettempdir(), "JAX_PLATFORMS": "cpu", "JAX_ENABLE_X64": "1",
+               "XLA_FLAGS": "",
                "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
                PARENT_ENV: str(os.getpid()), TIMEOUT_ENV: repr(float(timeout)),
                PACKAGE_ENV: os.path.dirname(os.path.dirname(os.path.abspath(__file__)))}

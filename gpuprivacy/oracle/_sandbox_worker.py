@@ -332,7 +332,8 @@ def main() -> None:
     confine = _load_confinement()  # the environment's names live there: the engine loads it too
     parent = int(os.environ.get(confine.PARENT_ENV, "0")) or os.getppid()
     timeout = float(os.environ.get(confine.TIMEOUT_ENV, "120"))
-    private = tempfile.mkdtemp(prefix="gpuprivacy-sandbox-")
+    # Named after the engine: an engine killed with SIGKILL leaves it behind, and the next engine removes it.
+    private = tempfile.mkdtemp(prefix=f"gpuprivacy-sandbox-{parent}-")
     package = os.environ.get(confine.PACKAGE_ENV)
     if package and os.path.isfile(os.path.join(package, "__init__.py")):
         sys.meta_path.insert(0, _PackageFinder(package))

@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib
 import json
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -52,10 +53,12 @@ def _execute(path: Path):
     nbformat.validate(notebook)
     client = nbclient.NotebookClient(notebook, timeout=CELL_TIMEOUT_S, kernel_name=KERNEL_NAME,
                                      resources={"metadata": {"path": str(path.parent)}})
-    with pytest.MonkeyPatch.context() as patch:
-        # The kernel is a child process and inherits this environment.
+    with pytest.MonkeyPatch.context() as patch, tempfile.TemporaryDirectory(prefix="notebook-") as scratch:
+        # The kernel is a child process and inherits this environment. Its temporary files (the notebooks
+        # write their figures to tempfile.mkdtemp()) go to a folder removed after the run.
         patch.setenv("GPUPRIVACY_NOTEBOOK_QUICK", "1")
         patch.setenv("MPLBACKEND", "Agg")
+        patch.setenv("TMPDIR", scratch)
         try:
             client.execute()
         except nbclient.exceptions.CellExecutionError as err:

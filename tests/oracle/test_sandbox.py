@@ -449,3 +449,38 @@ def test_cache_skips_the_worker_and_prints_latency():
           f"cached {cached_s * 1e6:.1f} us")
     other = sandbox.sandboxed_oracle(source=source, name="f", rows_shape=(8,), capacity=8)  # one more request
     assert other is not first and sandbox._WORKER.requests == sent + 1
+
+
+def test_a_killed_engine_s_private_folder_is_removed_by_the_next_engine(tmp_path):
+    """An engine killed with SIGKILL cannot remove its worker's folder; the next engine removes it."""
+    import os
+    import subprocess
+    import sys
+    import tempfile
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()  # its pid now names no running process
+    stale = tmp_path / f"{sandbox._PRIVATE_PREFIX}{dead.pid}-abc"
+    (stale / "scratch").mkdir(parents=True)
+    (stale / "scratch" / "data.npy").write_bytes(b"x")
+    live = tmp_path / f"{sandbox._PRIVATE_PREFIX}{os.getppid()}-def"  # a running engine's folder stays
+    live.mkdir()
+    ours = tmp_path / f"{sandbox._PRIVATE_PREFIX}{os.getpid()}-ghi"  # and so does this engine's own
+    ours.mkdir()
+    old_style = tmp_path / f"{sandbox._PRIVATE_PREFIX}zzz"  # no engine pid in the name: not ours to judge
+    old_style.mkdir()
+    target = tmp_path / "elsewhere"
+    target.mkdir()
+    (target / "keep.txt").write_text("keep")
+    link = tmp_path / f"{sandbox._PRIVATE_PREFIX}{dead.pid}-link"  # a symbolic link is never followed
+    link.symlink_to(target, target_is_directory=True)
+    assert sandbox.remove_stale_private_dirs(str(tmp_path)) == [str(stale)]
+    assert not stale.exists() and live.exists() and ours.exists() and old_style.exists()
+    assert link.is_symlink() and (target / "keep.txt").read_text() == "keep"
+    # A worker names its folder after this engine, in this process's temporary directory.
+    _source_oracle(HEADER + HONEST["custom_mean"] + "\n# private folder probe\n")
+    private = sandbox._WORKER.private_dir
+    assert os.path.dirname(private) == tempfile.gettempdir()
+    assert os.path.basename(private).startswith(f"{sandbox._PRIVATE_PREFIX}{os.getpid()}-")
+    sandbox.shutdown_worker()
+    assert not os.path.exists(private)
