@@ -17,14 +17,42 @@ from gpuprivacy._typing import Array, Key, Scores
 from gpuprivacy.accounting import PureDP
 from gpuprivacy.mechanisms._common import check_bool, check_scores, sanitize
 from gpuprivacy.mechanisms._release import Release, stated_guarantee
-from gpuprivacy.mechanisms._selection._common import SelectionInfo, _check_selection, _selection_info, _selection_scale, _selection_release
+from gpuprivacy.mechanisms._selection._common import (SelectionInfo, _batched_in_chunks, _check_selection, _selection_info,
+                                                      _selection_scale, _selection_release)
 
 
-@jax.jit
-def _permute_and_flip(key: Key, scores: Array, scale: Array) -> tuple[Array, SelectionInfo]:
+def _shuffle_rounds(num_candidates: int) -> int:
+    """The rounds of ``jax.random.permutation``'s shuffle: enough 32-bit sort keys that ties are unlikely.
+
+    JAX's ``_shuffle`` (after TensorFlow's ``random_ops.cc``): ``ceil(3 ln n / ln(2^32 - 1))``.
+    """
+    return int(np.ceil(3 * np.log(max(1, num_candidates)) / np.log(np.iinfo(np.uint32).max)))
+
+
+def _uniform_permutation(key: Key, num_candidates: int) -> Array:
+    """``jax.random.permutation(key, num_candidates)``, element for element, as int32, 4x faster on CPU.
+
+    JAX shuffles by rounds of a stable ``sort_key_val`` of the indices by fresh 32-bit random keys. A stable
+    sort by ``k`` orders like an unstable sort by the distinct 64-bit words ``k << 32 | position``, so each
+    round here sorts those words alone (a one-operand sort, which XLA's CPU backend runs with a native
+    comparison, where the two-operand one calls a compiled comparator per comparison: 0.4 ms instead of
+    3.9 ms at n = 10^4) and reads the positions back from the low bits. Same keys, same rounds, so the same
+    permutation (tests/mechanisms/test_selection_batched.py checks it against ``jax.random.permutation``).
+    """
+    positions = jnp.arange(num_candidates, dtype=jnp.uint64)
+    order = jnp.arange(num_candidates, dtype=jnp.int32)
+    for _ in range(_shuffle_rounds(num_candidates)):
+        key, subkey = jax.random.split(key)
+        sort_keys = jax.random.bits(subkey, (num_candidates,), jnp.uint32)
+        words = jax.lax.sort((sort_keys.astype(jnp.uint64) << 32) | positions)
+        order = order[(words & 0xFFFFFFFF).astype(jnp.int32)]
+    return order
+
+
+def _permute_and_flip_kernel(key: Key, scores: Array, scale: Array) -> tuple[Array, SelectionInfo]:
     scores = sanitize(scores)
     permutation_key, coin_key = jax.random.split(key)
-    order = jax.random.permutation(permutation_key, scores.shape[0])
+    order = _uniform_permutation(permutation_key, scores.shape[0])
     # McKenna & Sheldon (arXiv 2010.12603), Alg. 1: visit candidates in random
     # order and stop at the first heads of a coin with
     # Pr[heads] = exp((q_r - q*) / b); the argmax has Pr = 1, so it always stops.
@@ -33,6 +61,10 @@ def _permute_and_flip(key: Key, scores: Array, scale: Array) -> tuple[Array, Sel
     heads = jax.random.bernoulli(coin_key, heads_probability)
     selected = order[jnp.argmax(heads)].astype(jnp.int32)  # argmax of bools: first True
     return selected, _selection_info(scores, selected, scale)
+
+
+# Vmapped (run_trials, the sweeps), the trials run in chunks that stay in the CPU caches (._common).
+_permute_and_flip = jax.jit(_batched_in_chunks(_permute_and_flip_kernel))
 
 
 def permute_and_flip(key: Key, scores: Scores, *, epsilon: float, sensitivity: float = 1.0,
