@@ -4,7 +4,8 @@ For each n, ``--trials`` datasets of n standard normal values (domain [-10, 10],
 Cauchy noise, so beta = 1/6), one per trial, and three ways to release all of them:
 
 (a) ``run_trials(smooth_sensitivity_median, ..., batched_args=True)``: the package, batched by
-    ``jax.vmap`` (the divide and conquer of Nissim, Raskhodnikova & Smith 2007, §3.1);
+    ``jax.vmap`` (an exact search of Nissim, Raskhodnikova & Smith 2007, §3.1: on CPU the largest gaps up
+    to 2^23 pairs, then the blocked search; on accelerators the divide and conquer);
 (b) a Python loop calling ``smooth_sensitivity_median`` once per trial (timed on ``--loop-limit``
     trials and scaled to all, as stated in the output);
 (c) the old batched path: the same mechanism with the quadratic computation of the smooth
@@ -47,7 +48,7 @@ import numpy as np
 import gpuprivacy
 from gpuprivacy import mechanisms
 from gpuprivacy.mechanisms import instance_optimal as io
-from gpuprivacy.mechanisms._instance_optimal import _smooth_sensitivity
+from gpuprivacy.mechanisms._instance_optimal import _smooth_kernel
 from gpuprivacy.mechanisms._instance_optimal._smooth_sensitivity import (smooth_sensitivity_by_definition,
                                                                         takes_largest_gaps)
 from _timing import best_of, first_call, load_average, mode_sizes  # experiments/_timing.py
@@ -149,14 +150,15 @@ def case(n, trials, repeats, loop_limit):
 
 @contextlib.contextmanager
 def _divide_and_conquer_forced():
-    """The kernel with its largest-gaps budget at 0 (programs traced before and after are dropped)."""
-    saved = _smooth_sensitivity._LARGEST_GAPS_PAIRS
-    _smooth_sensitivity._LARGEST_GAPS_PAIRS = 0
+    """The kernel with its largest-gaps budget at 0 and the divide and conquer in place of the CPU's blocked search
+    (programs traced before and after are dropped)."""
+    saved = _smooth_kernel._LARGEST_GAPS_PAIRS, _smooth_kernel._blocked_search
+    _smooth_kernel._LARGEST_GAPS_PAIRS, _smooth_kernel._blocked_search = 0, _smooth_kernel._divide_and_conquer
     jax.clear_caches()
     try:
         yield
     finally:
-        _smooth_sensitivity._LARGEST_GAPS_PAIRS = saved
+        _smooth_kernel._LARGEST_GAPS_PAIRS, _smooth_kernel._blocked_search = saved
         jax.clear_caches()
 
 

@@ -12,11 +12,12 @@ it moved to the O(n log n) divide and conquer, kept verbatim as the reference).
 
 Two claims:
 
-* **bitwise**: the divide and conquer (``_divide_and_conquer``) and the largest gap at each distance
-  (``_by_largest_gaps``, which the kernel takes on CPU up to ``_LARGEST_GAPS_PAIRS`` pairs) each
-  return the max of the products ``w[j - i - 1] * (x_(j) - x_(i))`` over all allowed pairs, for the
-  same weights ``w``, checked against a NumPy brute force over every pair (``assert_array_equal``).
-  Both are tested at every size, though the kernel takes one of them by size;
+* **bitwise**: the divide and conquer (``_divide_and_conquer``, accelerators), the largest gap at each
+  distance (``_by_largest_gaps``, which the kernel takes on CPU up to ``_LARGEST_GAPS_PAIRS`` pairs) and
+  the blocked search (``_blocked_search``, CPU past that) each return the max of the products
+  ``w[j - i - 1] * (x_(j) - x_(i))`` over all allowed pairs, for the same weights ``w``, checked against
+  a NumPy brute force over every pair (``assert_array_equal``). All are tested at every size, though the
+  kernel takes one of them by size and backend;
 * **2 ulps**: end to end, the public function against the quadratic definition's program, one
   dataset at a time. The weights ``exp(-k beta)`` are computed by two XLA programs, and XLA's float64
   ``exp`` is not the same function in every program (fusion, vectorization); the kernel's agree with
@@ -43,12 +44,14 @@ import pytest
 
 from gpuprivacy import mechanisms
 from gpuprivacy.mechanisms import instance_optimal as io
-# Private on purpose: the bitwise claim is about the divide and conquer given its weights (module docstring).
-from gpuprivacy.mechanisms._instance_optimal import _smooth_sensitivity
-from gpuprivacy.mechanisms._instance_optimal._smooth_sensitivity import (_by_largest_gaps, _divide_and_conquer,
+# Private on purpose: the bitwise claim is about the searches given their weights (module docstring).
+from gpuprivacy.mechanisms._instance_optimal import _smooth_kernel, _smooth_pairs, _smooth_sensitivity
+from gpuprivacy.mechanisms._instance_optimal._smooth_sensitivity import (_blocked_search, _by_largest_gaps,
+                                                                        _divide_and_conquer,
                                                                         smooth_sensitivity_by_definition)
 
-SEARCHES = (_divide_and_conquer, _by_largest_gaps)
+SEARCHES = (_divide_and_conquer, _by_largest_gaps, _blocked_search)
+SPAN_SEARCHES = (_divide_and_conquer, _blocked_search)  # those that pass near-tied spans on
 
 LOWER, UPPER = 0.0, 10.0
 BETAS = np.array([1e-3, 0.05, 1 / 6, 0.25, np.log(2.0), 1.0, 3.0])  # ln 2: exact ratios of gaps 1 : 2
@@ -158,35 +161,35 @@ def grid_datasets(rng, batch, n):
     return np.stack([kinds[i % len(kinds)]() for i in range(batch)])
 
 
-def largest_weighted_gaps(x, b, lower, upper, max_distance):
-    """``(divide and conquer, brute force)`` on each row of ``x`` with the same weights (the divide and conquer
-    itself: at these sizes the kernel would take the largest gaps on CPU)."""
+def largest_weighted_gaps(x, b, lower, upper, max_distance, search=_divide_and_conquer):
+    """``(search, brute force)`` on each row of ``x`` with the same weights (the search itself: at these
+    sizes the kernel would take the largest gaps on CPU)."""
     n = x.shape[1]
     rank = (n + 1) // 2
     padded = np.concatenate([np.full((x.shape[0], 1), lower), np.sort(x, axis=1),
                              np.full((x.shape[0], 1), upper)], axis=1)
     w = weights(b, min(max_distance, n) + 1)
-    got = np.asarray(jax.jit(jax.vmap(functools.partial(_divide_and_conquer, rank=rank,
-                                                        max_distance=max_distance)))(jnp.asarray(padded),
-                                                                                     jnp.asarray(w)))
+    got = np.asarray(jax.jit(jax.vmap(functools.partial(search, rank=rank, max_distance=max_distance)))(
+        jnp.asarray(padded), jnp.asarray(w)))
     return got, np.array([brute_force(p, v, rank, max_distance) for p, v in zip(padded, w)])
 
 
 NEAR_TIE_CASES = [(12, 4), (12, 12), (17, 17), (20, 6), (25, 8), (31, 10)]
 
 
+@pytest.mark.parametrize("search", SPAN_SEARCHES, ids=lambda s: s.__name__)
 @pytest.mark.parametrize("n,max_distance", NEAR_TIE_CASES)
-def test_near_ties_on_a_grid_are_bitwise(n, max_distance):
+def test_near_ties_on_a_grid_are_bitwise(n, max_distance, search):
     """Grid data with beta = log of a rational: products of a row agree to the last bits (module docstring)."""
     rng = np.random.default_rng(n * 100 + max_distance)
     b = rng.choice(np.log([2.0, 1.5, 4 / 3, np.sqrt(2.0), 3.0]), 2000)
-    got, want = largest_weighted_gaps(grid_datasets(rng, 2000, n), b, -1.0, 17.0, max_distance)
+    got, want = largest_weighted_gaps(grid_datasets(rng, 2000, n), b, -1.0, 17.0, max_distance, search)
     np.testing.assert_array_equal(got, want)
 
 
 def test_near_ties_need_the_spans(monkeypatch):
     """Power of the test above: passing on the argmax alone (no near-tie span) misses by an ulp there."""
-    monkeypatch.setattr(_smooth_sensitivity, "_NEAR_TIE", 0.0)
+    monkeypatch.setattr(_smooth_pairs, "_NEAR_TIE", 0.0)  # read by both searches' row summaries
     missed = 0
     for n, max_distance in NEAR_TIE_CASES:
         rng = np.random.default_rng(n * 100 + max_distance)
@@ -209,7 +212,7 @@ def test_the_release_uses_the_definition_and_clips():
                                         reference(clipped, np.full(6, beta)), maxulp=2)
 
 
-@pytest.mark.parametrize("n", [801, 5793])  # the largest gaps (on CPU), the divide and conquer
+@pytest.mark.parametrize("n", [801, 5793])  # on CPU: the largest gaps, the blocked search
 def test_vmap_computes_each_trial_as_alone(n):
     """Batched over data, over beta or both (nested), each entry is bitwise the unbatched call's."""
     rng = np.random.default_rng(11)
@@ -250,7 +253,7 @@ def test_cpu_chunks_of_a_batch_they_do_not_divide(monkeypatch):
     dropped) equal the trials alone, and the program holds the kernel's level loops once, as for 6 trials
     (``lax.map(batch_size=3)`` traced a second copy for the remainder: 7 loops instead of 4, compiled twice)."""
     n = 800  # the largest gaps (on CPU), whose loop shows
-    monkeypatch.setattr(_smooth_sensitivity, "_CPU_CHUNK_VALUES", 3 * n)
+    monkeypatch.setattr(_smooth_kernel, "_CPU_CHUNK_VALUES", 3 * n)
     x = np.sort(np.random.default_rng(5).uniform(LOWER, UPPER, (7, n)), axis=1)
 
     def batched(d):
@@ -268,10 +271,10 @@ def test_cpu_chunks_of_a_batch_they_do_not_divide(monkeypatch):
 @pytest.mark.skipif(jax.default_backend() != "cpu", reason="the largest gaps are the CPU path")
 @pytest.mark.parametrize("n,max_distance,largest_gaps", [(5789, None, True), (5790, None, False),
                                                          (8000, 2894, True), (8000, 2895, False)])
-def test_largest_gaps_up_to_its_budget_then_the_divide_and_conquer(n, max_distance, largest_gaps):
+def test_largest_gaps_up_to_its_budget_then_the_blocked_search(n, max_distance, largest_gaps):
     """The kernel's choice on CPU: at most 2^23 pairs (n = 5789: 2896 x 2896 pairs; a truncation K = 2894:
     2896 x 2896) by the largest gaps (a loop that updates a table in place, no segment reduction); one
-    more column (n = 5790: 2896 x 2897) or both, the divide and conquer's segment reductions (scatters)."""
+    more column (n = 5790: 2896 x 2897) or both, the blocked search's segment reductions (scatters)."""
     assert _smooth_sensitivity._LARGEST_GAPS_PAIRS == 2**23
     jaxpr = jax.make_jaxpr(lambda d: io.median_smooth_sensitivity(d, beta=0.1, lower=LOWER, upper=UPPER, clip=True,
                                                                   max_distance=max_distance))(jnp.zeros(n))
