@@ -107,6 +107,8 @@ SLOW_MODULES = {
     # Added 2026-11-29, tiny sweeps and command-line runs (estimated from their parts):
     "tests/sweeps/test_paired_and_nonprivate.py": 60,
     "tests/cli/test_sweep_plan_and_rerun.py": 65,
+    # Added 2026-11-29 (session 16), measured alone on a quiet machine:
+    "tests/mechanisms/test_selection_batched.py": 29,
 }
 
 
