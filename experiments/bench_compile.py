@@ -93,12 +93,17 @@ def measure(name, mech, *, n, trials) -> dict:
         batched = jax.jit(lambda k, x: mechanisms.run_trials(mech.release, k, trials, x, batched_args=True,
                                                              **params).value)
         row["batched"] = compiled(batched, key, data)
+    except jax.errors.TracerArrayConversionError as exc:  # a host-routed batched hook (the private median's)
+        row["batched"] = {"error": f"does not trace (host-routed?): {str(exc).splitlines()[0][:120]}",
+                          "host_routed": True}
     except Exception as exc:
         row["batched"] = {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:120]}"}
     return row
 
 
 def _cell(part: dict) -> str:
+    if part.get("host_routed"):
+        return f"{'does not trace':>21s}"
     if "error" in part:
         return f"{'error':>8s} {'':>4s} {'':>7s}"
     return f"{part['compile_s']:8.2f} {part['programs']:4d} {part['compile_s'] / TARGET_S:7.2f}"
