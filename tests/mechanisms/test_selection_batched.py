@@ -1,7 +1,7 @@
 """Batched selection (run_trials, jax.vmap): chunked over trials, one-operand sorts, same values as single calls.
 
 The vmapped kernels of report-noisy-max / exponential mechanism (``_noisy_argmax``) and permute-and-flip run
-their trials in chunks that fit the CPU caches (``_selection._common._batched_in_chunks``), and
+their trials in chunks that fit the CPU caches (``gpuprivacy._chunked_vmap.in_cpu_chunks``), and
 permute-and-flip draws its permutation with one-operand sorts (``_uniform_permutation``). Neither may change a
 value: each trial must equal the single call with its key, and the permutation must equal
 ``jax.random.permutation``'s. No timings here: experiments/bench_sweepables.py measures the speed.
@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 from gpuprivacy import mechanisms
-from gpuprivacy.mechanisms._selection._common import _CHUNK_CANDIDATES, _noisy_argmax, _trials_per_chunk
+from gpuprivacy._chunked_vmap import trials_per_chunk
+from gpuprivacy.mechanisms._selection._common import _CHUNK_CANDIDATES, _noisy_argmax
 from gpuprivacy.mechanisms._selection._permute_and_flip import _permute_and_flip, _uniform_permutation
 
 N_LARGE = 10_000  # several chunks of trials (13 trials a chunk)
@@ -60,7 +61,7 @@ def test_uniform_permutation_is_jax_permutation_vmapped():
 def test_trials_per_chunk_covers_every_trial_with_little_padding():
     for trials in (1, 5, 6, 7, 13, 200, 1001):
         for n in (1, 100, 1000, N_LARGE, 10 ** 6):
-            chunks, size = _trials_per_chunk(trials, n)
+            chunks, size = trials_per_chunk(trials, n, _CHUNK_CANDIDATES)
             assert chunks * size >= trials and chunks * size - trials < chunks
             assert size == 1 or size * n <= _CHUNK_CANDIDATES
 
