@@ -136,9 +136,11 @@ def fresh_traces():
 
 
 def _has_callback(fn, *args, platforms=None):
+    """Whether the lowered program calls the host: the NumPy FFI targets, or any Python callback."""
     traced = jax.jit(lambda *a: fn(*a)).trace(*args)
     lowered = traced.lower() if platforms is None else traced.lower(lowering_platforms=platforms)
-    return "callback" in lowered.as_text()
+    text = lowered.as_text()
+    return "callback" in text or "gpuprivacy_numpy_" in text
 
 
 @pytest.mark.skipif(jax.default_backend() != "cpu", reason="the host path is the CPU's")
@@ -146,9 +148,9 @@ def test_the_cpu_program_runs_numpy(monkeypatch, fresh_traces):
     calls = []
     numpy_sort = _sort._numpy_sort
 
-    def spy(x, *, axis):
+    def spy(x, out, *, axis):
         calls.append(np.shape(x))
-        return numpy_sort(x, axis=axis)
+        return numpy_sort(x, out, axis=axis)
 
     monkeypatch.setattr(_sort, "_numpy_sort", spy)
     x = jnp.asarray(float_data((LARGE,), 9))
@@ -192,3 +194,52 @@ def test_bad_axis_is_a_value_error():
 
 def test_docstring_examples():
     assert doctest.testmod(_sort, optionflags=doctest.NORMALIZE_WHITESPACE).failed == 0
+
+
+@pytest.mark.skipif(jax.default_backend() != "cpu", reason="the host path is the CPU's")
+def test_a_cpu_program_that_sorts_on_the_host_is_kept_by_the_compilation_cache(tmp_path):
+    """A second process reads the program back from the persistent cache instead of compiling it.
+
+    JAX never caches a program holding a Python callback; the host sort is a named FFI target, which it does.
+    """
+    script = f"""
+import json, jax
+jax.config.update("jax_enable_x64", True)
+jax.config.update("jax_compilation_cache_dir", {str(tmp_path / "xla")!r})
+jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+from jax._src import monitoring
+events = []
+monitoring.register_event_listener(lambda name, **kw: events.append(name))
+import jax.numpy as jnp
+from gpuprivacy._sort import sort, argsort
+x = jnp.cos(jnp.arange({LARGE}, dtype=jnp.float64) * 7.3)
+x.block_until_ready()
+before = events.count("/jax/compilation_cache/cache_hits")
+f = jax.jit(lambda v: (sort(v * 2.0), argsort(v))).lower(x).compile()  # this program only
+text = f.as_text()
+s, i = f(x)
+print(json.dumps({{"hits": events.count("/jax/compilation_cache/cache_hits") - before,
+                   "host": "gpuprivacy_numpy_sort" in text and "gpuprivacy_numpy_argsort" in text,
+                   "sorted": bool((s == jnp.sort(x * 2.0)).all()), "argsorted": bool((i == jnp.argsort(x)).all())}}))
+"""
+    import json
+    import subprocess
+    import sys
+    env = {k: v for k, v in __import__("os").environ.items() if not k.startswith("JAX_")}
+    runs = [json.loads(subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,
+                                      check=True, timeout=300).stdout.splitlines()[-1]) for _ in range(2)]
+    assert runs[0]["sorted"] and runs[0]["argsorted"] and runs[1]["sorted"] and runs[1]["argsorted"]
+    assert runs[0]["host"] and runs[1]["host"], runs  # both sorts run on the host
+    assert runs[0]["hits"] == 0 and runs[1]["hits"] == 1, runs  # the host-sorting program came from the cache
+
+
+@pytest.mark.skipif(jax.default_backend() != "cpu", reason="the host path is the CPU's")
+def test_a_failing_host_sort_raises_instead_of_returning(monkeypatch, fresh_traces):
+    """A program never returns values the host function did not write: its error reaches the caller."""
+    def broken(x, out, *, axis):
+        raise MemoryError("no memory for the sort (test)")
+
+    monkeypatch.setattr(_sort, "_numpy_sort", broken)
+    x = jnp.asarray(float_data((LARGE,), 13))
+    with pytest.raises(Exception, match="no memory for the sort"):
+        jax.block_until_ready(jax.jit(lambda v: _sort.sort(v))(x))
