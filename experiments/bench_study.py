@@ -168,6 +168,28 @@ def smart_baseline(cells, params_of=lambda cell: {**PARAMS, **cell.mechanism_par
 
 SMART_SPLIT: dict = {}  # seconds of the smart loop's draws and of each mechanism's calls (compiling excluded)
 
+# Every XLA compile of the process, the programs each side builds itself and those compiled inside the calls it
+# makes (the private median's host-routed driver jits its own steps, and a release jits its guarantee): JAX
+# reports each backend compile's duration. Each side starts with JAX's in-memory caches cleared, so that
+# neither runs on programs the other compiled.
+_XLA_COMPILE = {"seconds": 0.0, "count": 0}
+
+
+def _on_duration(event: str, duration: float, **kwargs) -> None:
+    if event == "/jax/core/compile/backend_compile_duration":
+        _XLA_COMPILE["seconds"] += duration
+        _XLA_COMPILE["count"] += 1
+
+
+jax.monitoring.register_event_duration_secs_listener(_on_duration)
+
+
+def _fresh_side() -> None:
+    """Clears JAX's compiled-program caches and the compile counters before one side of the comparison."""
+    jax.clear_caches()
+    _trials._PROGRAMS.clear()
+    _XLA_COMPILE.update(seconds=0.0, count=0)
+
 
 class _EngineSplit:
     """Times the engine's dataset draws and mechanism programs while active (wraps its program builders;
@@ -248,13 +270,17 @@ def main(argv=None):
     cells = sweeps.expand_sweep(cfg)
     load_before = load_average()
     split = _EngineSplit() if args.split else contextlib.nullcontext()
+    _fresh_side()
     with tempfile.TemporaryDirectory() as tmp, split:
         start = time.perf_counter()
         summary = sweeps.run_sweep(cfg, results_path=pathlib.Path(tmp) / "r.jsonl", progress=True)
         ours = time.perf_counter() - start
     ours_programs, compile_ours = summary.num_programs_compiled, summary.compile_s
+    xla_ours = dict(_XLA_COMPILE)
     skipped = (float("nan"), 0, float("nan"))
+    _fresh_side()
     smart = skipped if args.skip_baseline or args.baseline == "per-cell" else smart_baseline(cells, params_of)
+    xla_smart = dict(_XLA_COMPILE)
     per_cell = skipped
     if not args.skip_baseline and args.baseline != "smart":
         per_cell = baseline(cells) if args.study == "four-medians" else skipped
@@ -270,6 +296,8 @@ def main(argv=None):
         "baseline_s": round(base, 2), "baseline_programs": base_programs,
         "ratio": round(base / ours, 2) if base == base else None,
         "compile_s_ours": round(compile_ours, 2), "compile_s_baseline": round(base_compile, 2),
+        "xla_compiles_ours": xla_ours["count"], "xla_compile_s_ours": round(xla_ours["seconds"], 2),
+        "xla_compiles_smart": xla_smart["count"], "xla_compile_s_smart": round(xla_smart["seconds"], 2),
         "ratio_without_compiling": (round((base - base_compile) / (ours - compile_ours), 2)
                                     if base == base else None),
         **(split.result(ours, compile_ours, base) if args.split else {}),
@@ -287,6 +315,9 @@ def main(argv=None):
         print(f"  baseline {base:9.2f} s  ({base_programs} programs, {kind}, compiled in {base_compile:.1f} s)")
         print(f"  ratio    {result['ratio']}x   (without compiling: {result['ratio_without_compiling']}x)   "
               f"load {load_before} -> {result['load_after']}")
+        print(f"  every XLA compile of each side (its programs and those inside its calls): engine "
+              f"{xla_ours['count']} in {xla_ours['seconds']:.1f} s, smart loop {xla_smart['count']} in "
+              f"{xla_smart['seconds']:.1f} s")
         if args.split:
             parts = ", ".join(f"{k} {v} s" for k, v in result["split_s"].items())
             print(f"  engine split: {parts}")

@@ -46,6 +46,13 @@ _MIN_CHUNK = 8
 # (mechanism, parameters, data shape) -> the guarantee its release states (see _guarantee); small entries.
 _GUARANTEES = LRUCache(4096)
 
+# The platforms on which the cells of an epsilon grid run as one program batched over the cells (what depends on
+# the data alone computed once per trial for the whole group). On a CPU each cell calls a program of its own
+# shape, which every cell of the grid shares (the parameters traced, not batched): on the development VM's five-
+# median study (2 cores, 2026-11-29) the batched programs took 34.8 s to compile against 28.8 s, and ran no faster
+# (37.8 s against 38.5 s); a CPU has no idle lanes for a wider batch to fill. Tests set it to force either way.
+CELL_BATCHING_PLATFORMS: tuple[str, ...] = ("gpu", "cuda", "rocm", "tpu")
+
 
 class CellTrials(NamedTuple):
     """Per-trial results of one cell, on the host.
@@ -183,6 +190,10 @@ def _target_program(mechanism, static, n: int, chunk: int, mesh: Mesh, example_a
     return _compiled(cache_key, build, example_args)
 
 
+def _batches_cells(mesh: Mesh) -> bool:
+    return mesh.devices.flat[0].platform in CELL_BATCHING_PLATFORMS
+
+
 def _devices(mesh: Mesh) -> tuple:
     return tuple(d.id for d in mesh.devices.flat)
 
@@ -212,13 +223,15 @@ def run_cell(mechanism: SweepableMechanism, params: dict, data: DataSpec, cell_k
                      chunk=chunk, progress=progress, exact=exact)[0]
 
 
-def group_cells(requests, data: DataSpec, example) -> tuple[dict[tuple, list[int]], list[tuple]]:
+def group_cells(requests, data: DataSpec, example, *, batch_cells: bool = True
+                ) -> tuple[dict[tuple, list[int]], list[tuple]]:
     """How :func:`run_cells` runs each request: ``(groups, plans)``.
 
     ``plans[i] = (mode, hook, static, traced, guarantee)`` for request i: ``mode`` is ``"program"`` (one
     compiled program), ``"hook"`` (the mechanism's own batched driver) or ``"eager"`` (one call per trial).
-    ``groups`` maps a group to its requests' indices: the requests of one mechanism that differ only in traced
-    parameters (an epsilon grid) share one program, batched over them.
+    ``groups`` maps a group to its requests' indices: with ``batch_cells``, the requests of one mechanism that
+    differ only in traced parameters (an epsilon grid) share one program, batched over them; without, each
+    request is a group of its own (their programs are still one compiled program: the same key).
     """
     groups: dict[tuple, list[int]] = {}
     plans = []
@@ -232,7 +245,7 @@ def group_cells(requests, data: DataSpec, example) -> tuple[dict[tuple, list[int
         if mode == "program":
             guarantee = release_guarantee(req.mechanism, req.params, example)
             group = ("program", req.mechanism.name, id(req.mechanism.release), id(req.mechanism.exact), static,
-                     tuple(sorted(traced)))
+                     tuple(sorted(traced)), None if batch_cells else index)
         else:
             group = (mode, index)
         groups.setdefault(group, []).append(index)
@@ -259,7 +272,7 @@ def program_keys(requests, data: DataSpec, num_trials: int, *, mesh: Mesh | None
     requests = list(requests)
     mesh = local_mesh() if mesh is None else mesh
     example = jnp.zeros((data.n,), jnp.float64)
-    groups, plans = group_cells(requests, data, example)
+    groups, plans = group_cells(requests, data, example, batch_cells=_batches_cells(mesh))
     widest = max(len(members) for members in groups.values())
     chunk = plan_chunk(data.n * widest, num_trials, mesh.shape[TRIALS_AXIS], mesh.devices.flat[0].platform, chunk)
     with_sorted = any(req.mechanism.order_invariant for req in requests)
@@ -281,8 +294,9 @@ def run_cells(requests, data: DataSpec, num_trials: int, *, data_key: jax.Array 
               exact: bool = False) -> list[CellTrials]:
     """Runs several cells on the same datasets: each chunk of data is drawn once and fed to every cell.
 
-    Cells of one mechanism that differ only in traced parameters (an epsilon grid) run as one program
-    batched over the cells, so what depends on the data alone is computed once per trial for all of them.
+    Cells of one mechanism that differ only in traced parameters (an epsilon grid) share one compiled program.
+    On an accelerator it is batched over the cells, so what depends on the data alone is computed once per trial
+    for all of them; on a CPU each cell calls it (``CELL_BATCHING_PLATFORMS``: it compiles faster there).
     A cell's results equal :func:`run_cell` with the same keys, whatever the other cells (tested).
 
     Three ways to run a cell's chunk, all giving trial ``i`` the same keys and data: one compiled program
@@ -309,7 +323,7 @@ def run_cells(requests, data: DataSpec, num_trials: int, *, data_key: jax.Array 
     fixed = _fixed_data(data, requests[0].cell_key if data_key is None else data_key)
     example = fixed if fixed is not None else jnp.zeros((data.n,), jnp.float64)
 
-    groups, plans = group_cells(requests, data, example)
+    groups, plans = group_cells(requests, data, example, batch_cells=_batches_cells(mesh))
     widest = max(len(members) for members in groups.values())
     chunk = plan_chunk(data.n * widest, num_trials, num_devices, platform, chunk)
     padded = -(-num_trials // chunk) * chunk
@@ -332,6 +346,7 @@ def run_cells(requests, data: DataSpec, num_trials: int, *, data_key: jax.Array 
     x_example = jax.ShapeDtypeStruct((chunk, data.n), jnp.float64)
     compile_s = [draw_compile / len(requests)] * len(requests)
     programs = {}
+    sharing: dict[int, tuple[float, list[int]]] = {}  # a compiled program -> (its compile seconds, its cells)
     for group, members in groups.items():
         mode, hook, static, traced, _ = plans[members[0]]
         req = requests[members[0]]
@@ -345,8 +360,11 @@ def run_cells(requests, data: DataSpec, num_trials: int, *, data_key: jax.Array 
             run, seconds = _target_program(req.mechanism, _target_static(req.params, exact), data.n, chunk, mesh,
                                            (x_example,), exact)
             programs[group] = (run, None, None)
-        for m in members:
-            compile_s[m] += seconds / len(members)
+        spent, cells = sharing.get(id(run), (0.0, []))
+        sharing[id(run)] = (spent + seconds, cells + list(members))
+    for spent, cells in sharing.values():  # the cells that share a program share its compile time evenly
+        for m in cells:
+            compile_s[m] += spent / len(cells)
 
     parts: list[list] = [[] for _ in requests]
     wall = [0.0] * len(requests)

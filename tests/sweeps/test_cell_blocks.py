@@ -42,7 +42,44 @@ def test_a_block_gives_each_cell_what_it_gets_alone():
     assert not np.array_equal(block[0].values, block[1].values)
 
 
-def test_data_only_work_runs_once_for_a_group_of_cells():
+@pytest.fixture
+def cells_batched(monkeypatch):
+    """Programs batched over the cells of a group, as on an accelerator, whatever the platform."""
+    monkeypatch.setattr(_trials, "CELL_BATCHING_PLATFORMS", ("cpu", "gpu", "tpu"))
+
+
+@pytest.mark.parametrize("batched", [False, True])
+def test_a_block_gives_each_cell_what_it_gets_alone_batched_over_the_cells_or_not(monkeypatch, batched):
+    platforms = ("cpu", "gpu", "tpu") if batched else ("gpu", "tpu")
+    monkeypatch.setattr(_trials, "CELL_BATCHING_PLATFORMS", platforms)
+    mech = builtin_sweepables()["piecewise-laplace-median"]
+    requests = [_trials.CellRequest(mech, dict(epsilon=e, **PARAMS), jax.random.key(i))
+                for i, e in enumerate((0.25, 1.0, 4.0))]
+    _trials._PROGRAMS.clear()
+    block = _trials.run_cells(requests, _spec(n=37), 16, data_key=jax.random.key(1), chunk=16)
+    (program,) = [p for k, p in _trials._PROGRAMS.items() if k[0] == "mechanism"]  # one program either way
+    assert ("[3,16]" in program.as_text()) == batched  # batched over the 3 cells, or each cell calls it
+    for request, got in zip(requests, block):
+        alone = _trials.run_cell(request.mechanism, request.params, _spec(n=37), request.cell_key, 16,
+                                 data_key=jax.random.key(1), chunk=16)
+        np.testing.assert_array_equal(got.values, alone.values)
+
+
+def test_the_cpu_runs_each_cell_of_a_grid_through_one_shared_program():
+    """The default: on a CPU, no program is batched over the cells (they compile faster), and an epsilon grid
+    still compiles one program."""
+    if jax.default_backend() != "cpu":
+        pytest.skip("the CPU's default")
+    mech = builtin_sweepables()["piecewise-laplace-median"]
+    requests = [_trials.CellRequest(mech, dict(epsilon=e, **PARAMS), jax.random.key(i))
+                for i, e in enumerate((0.25, 0.5, 1.0, 2.0, 4.0))]
+    _trials._PROGRAMS.clear()
+    _trials.run_cells(requests, _spec(n=37), 16, data_key=jax.random.key(1), chunk=16)
+    (program,) = [p for k, p in _trials._PROGRAMS.items() if k[0] == "mechanism"]
+    assert "[5,16]" not in program.as_text() and "f64[16,37]" in program.as_text()
+
+
+def test_data_only_work_runs_once_for_a_group_of_cells(cells_batched):
     """The group program sorts each trial's data once for all its cells: no sort in it is batched over the
     cells (a [G, chunk, n] sort would redo the work G times)."""
     mech = builtin_sweepables()["piecewise-laplace-median"]
@@ -56,7 +93,7 @@ def test_data_only_work_runs_once_for_a_group_of_cells():
     assert "f64[5,16,37]" not in text and "f64[16,37]" in text  # ... but the data are not
 
 
-def test_traced_parameters_equal_in_every_cell_are_not_batched_over_the_group():
+def test_traced_parameters_equal_in_every_cell_are_not_batched_over_the_group(cells_batched):
     """The exponential-mechanism median takes its domain traced as well as epsilon. An epsilon grid with one
     domain passes the domain once: the data clipped to it are not batched over the cells. Power: a grid that
     also varies the domain batches them ([G, chunk, n]), as it must. Each cell's values are its values alone."""
