@@ -63,6 +63,16 @@ def f(rows, valid):
     return jax.pure_callback(_leak, jax.ShapeDtypeStruct((), jnp.float64), rows)
 '''
 
+# A native custom call: the engine process registers XLA FFI targets of its own (gpuprivacy._numpy_ffi, the CPU's
+# NumPy sort); an oracle that calls one would run host code on the rows, outside anything we rebuild.
+FFI_CALL = '''
+import jax, jax.numpy as jnp
+import numpy as np
+def f(rows, valid):
+    result = jax.ShapeDtypeStruct(rows.shape, rows.dtype)
+    return jax.ffi.ffi_call("gpuprivacy_numpy_sort", result, vmap_method="expand_dims")(rows, axis=np.int64(-1))[-1]
+'''
+
 RANDOM = '''
 import jax, jax.numpy as jnp
 def f(rows, valid):
@@ -100,6 +110,7 @@ ATTACKS = {
     "debug_callback": (DEBUG_CALLBACK, "debug_callback"),
     "io_callback": (IO_CALLBACK, "io_callback"),
     "pure_callback_raises": (PURE_CALLBACK_RAISES, "pure_callback"),
+    "ffi_call": (FFI_CALL, "ffi_call"),
     "randomness": (RANDOM, "random"),
 }
 
@@ -118,6 +129,12 @@ def test_the_custom_vmap_attack_works_when_trusted():
     assert excluded == 1.0  # it "saw" 0.9 on a subset that does not contain it
     clean = np.asarray(oracle.evaluate(oracle.trusted(_load(CUSTOM_VMAP)), X, subsets.removals(12, 1)))
     assert (clean == 0.0).all()
+
+
+def test_the_ffi_call_attack_works_when_trusted():
+    # Positive control: trusted, the oracle runs the engine's native target on its rows (the largest row).
+    values = np.asarray(oracle.evaluate(oracle.trusted(_load(FFI_CALL)), X_PLUS, subsets.removals(13, 1)))
+    assert values[0] == SECRET and values.max() == SECRET
 
 
 def test_the_introspection_attack_works_when_trusted():
