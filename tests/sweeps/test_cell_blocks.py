@@ -65,30 +65,30 @@ def test_a_block_gives_each_cell_what_it_gets_alone_batched_over_the_cells_or_no
         np.testing.assert_array_equal(got.values, alone.values)
 
 
+def _grid_program_text() -> str:
+    """The text of the one mechanism program a 5-point epsilon grid of the piecewise-Laplace median compiles."""
+    mech = builtin_sweepables()["piecewise-laplace-median"]
+    requests = [_trials.CellRequest(mech, dict(epsilon=e, **PARAMS), jax.random.key(i))
+                for i, e in enumerate((0.25, 0.5, 1.0, 2.0, 4.0))]
+    _trials._PROGRAMS.clear()
+    _trials.run_cells(requests, _spec(n=37), 16, data_key=jax.random.key(1), chunk=16)
+    (program,) = [p for k, p in _trials._PROGRAMS.items() if k[0] == "mechanism"]
+    return program.as_text()
+
+
 def test_the_cpu_runs_each_cell_of_a_grid_through_one_shared_program():
     """The default: on a CPU, no program is batched over the cells (they compile faster), and an epsilon grid
     still compiles one program."""
     if jax.default_backend() != "cpu":
         pytest.skip("the CPU's default")
-    mech = builtin_sweepables()["piecewise-laplace-median"]
-    requests = [_trials.CellRequest(mech, dict(epsilon=e, **PARAMS), jax.random.key(i))
-                for i, e in enumerate((0.25, 0.5, 1.0, 2.0, 4.0))]
-    _trials._PROGRAMS.clear()
-    _trials.run_cells(requests, _spec(n=37), 16, data_key=jax.random.key(1), chunk=16)
-    (program,) = [p for k, p in _trials._PROGRAMS.items() if k[0] == "mechanism"]
-    assert "[5,16]" not in program.as_text() and "f64[16,37]" in program.as_text()
+    text = _grid_program_text()
+    assert "[5,16]" not in text and "f64[16,37]" in text
 
 
 def test_data_only_work_runs_once_for_a_group_of_cells(cells_batched):
     """The group program sorts each trial's data once for all its cells: no sort in it is batched over the
     cells (a [G, chunk, n] sort would redo the work G times)."""
-    mech = builtin_sweepables()["piecewise-laplace-median"]
-    requests = [_trials.CellRequest(mech, dict(epsilon=e, **PARAMS), jax.random.key(i))
-                for i, e in enumerate((0.25, 0.5, 1.0, 2.0, 4.0))]
-    _trials._PROGRAMS.clear()
-    _trials.run_cells(requests, _spec(n=37), 16, data_key=jax.random.key(1), chunk=16)
-    (program,) = [p for k, p in _trials._PROGRAMS.items() if k[0] == "mechanism"]
-    text = program.as_text()
+    text = _grid_program_text()
     assert "[5,16]" in text  # the program is batched over the 5 cells ...
     assert "f64[5,16,37]" not in text and "f64[16,37]" in text  # ... but the data are not
 
