@@ -118,12 +118,11 @@ def _already_sorted(x: np.ndarray, axis: int) -> bool:
 
 def _numpy_sort(x: np.ndarray, out: np.ndarray, *, axis: int) -> None:
     """Writes ``jnp.sort(x, axis)`` into ``out`` (NumPy's SIMD sort, float ties put back)."""
-    if x.size and _already_sorted(x, axis):
-        out[...] = x
-        return
     out[...] = x
+    if not x.size or _already_sorted(x, axis):
+        return  # a stable sort of sorted rows is a copy
     out.sort(axis=axis)  # what np.sort does, on a copy it makes
-    if x.dtype.kind == "f" and out.size:
+    if x.dtype.kind == "f":
         _restore_float_ties(x, out, axis)
 
 

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import doctest
+import json
+import os
+import subprocess
+import sys
 
 import jax
 import jax.numpy as jnp
@@ -222,10 +226,7 @@ print(json.dumps({{"hits": events.count("/jax/compilation_cache/cache_hits") - b
                    "host": "gpuprivacy_numpy_sort" in text and "gpuprivacy_numpy_argsort" in text,
                    "sorted": bool((s == jnp.sort(x * 2.0)).all()), "argsorted": bool((i == jnp.argsort(x)).all())}}))
 """
-    import json
-    import subprocess
-    import sys
-    env = {k: v for k, v in __import__("os").environ.items() if not k.startswith("JAX_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JAX_")}  # the test's own cache, not the run's
     runs = [json.loads(subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,
                                       check=True, timeout=300).stdout.splitlines()[-1]) for _ in range(2)]
     assert runs[0]["sorted"] and runs[0]["argsorted"] and runs[1]["sorted"] and runs[1]["argsorted"]
