@@ -85,6 +85,45 @@ def test_jit_vmap_and_trials_equal_the_unbatched_release():
     assert median.private_median(keys[0], data[0], **SPREAD_PARAMS).value == loop[0]
 
 
+_PROGRAMS_BUILT = []  # one entry per XLA program this process builds (compiled, or read from the cache)
+jax.monitoring.register_event_duration_secs_listener(
+    lambda event, duration, **kwargs: _PROGRAMS_BUILT.append(kwargs.get("fun_name"))
+    if event == "/jax/core/compile/backend_compile_duration" else None)
+
+
+def test_an_epsilon_grid_builds_each_kernel_once_per_data_size():
+    """Epsilon is an argument of the private median's compiled kernels, not part of their static configuration.
+
+    After one epsilon has run every route (certified, capped, overflow; eager, batched and traced), other
+    epsilons on data of the same size build no program at all, and each release is still the one of the
+    density at its own epsilon (its scale, and a value that changes with epsilon for the same key).
+    """
+    rng = np.random.default_rng(11)
+    data = np.stack([spread(), rng.uniform(-1, 1, N), bimodal(gap=0.5, seed=2), rng.normal(0, 1, N)])
+    key = jax.random.key(12)
+
+    def every_route(epsilon):
+        params = dict(SPREAD_PARAMS, epsilon=epsilon)
+        eager = [median.private_median(key, x, **params) for x in data[:3]]
+        overflow = median.private_median(key, data[0], **params, max_rows=1)
+        batched = median.private_median_trials(key, data, **params, max_rows=1)
+        traced = jax.jit(jax.vmap(lambda k, x: median.private_median(k, x, **params, clip=True).value))(
+            jax.random.split(key, len(data)), data)
+        assert {int(r.info.nonprivate_route) for r in eager + [overflow]} == {0, 1, 2}
+        return [float(r.value) for r in eager + [overflow]] + list(batched.values) + list(np.asarray(traced)), \
+            float(eager[0].info.scale)
+
+    first, scale_first = every_route(1.0)
+    built = len(_PROGRAMS_BUILT)
+    # The traced route builds one program per call of the user's jit (the closure is new), which carries
+    # epsilon as a constant; the library's own kernels are built no more.
+    others = [every_route(epsilon) for epsilon in (0.5, 2.0)]
+    library_kernels = [name for name in _PROGRAMS_BUILT[built:] if "<lambda>" not in str(name)]
+    assert library_kernels == [], library_kernels
+    for values, scale in others:
+        assert scale != scale_first and np.all(np.asarray(values) != np.asarray(first))
+
+
 def test_records_outside_the_range_are_legal_and_clipping_is_exact():
     x = np.random.default_rng(8).standard_cauchy(N) * 10
     assert np.abs(x).max() > 20

@@ -89,7 +89,8 @@ def _bundle(data, cfg):
     exists, lo, hi = hull_rows(s, cfg)
     keep, k0 = pareto_keep(exists, lo, hi, cfg)
     index, rows_lo, rows_hi, valid, _ = compact_rows(keep, lo, hi, cfg.full_rows)
-    table = piece_table(index.astype(jnp.int64), rows_lo, rows_hi, valid, s[cfg.median_index - 1], cfg)
+    table = piece_table(index.astype(jnp.int64), rows_lo, rows_hi, valid, s[cfg.median_index - 1], cfg,
+                        cfg.epsilon)
     return dict(s=s, exists=exists, lo=lo, hi=hi, keep=keep, k0=k0, certified=certificate(s, cfg), table=table)
 
 

@@ -257,12 +257,15 @@ def _lowest_lines(c, k, lo, hi, mid, rows_valid, s_line, wf, half_b):
     return jax.lax.scan(reduce, init, rows)[0]
 
 
-def piece_table(rows_k, rows_lo, rows_hi, rows_valid, center, cfg: MedianConfig) -> PieceTable:
+def piece_table(rows_k, rows_lo, rows_hi, rows_valid, center, cfg: MedianConfig, epsilon) -> PieceTable:
     """The exact piece table of the min-plus envelope, static shape (4(3P+1),).
 
     Args:
       rows_k, rows_lo, rows_hi, rows_valid: P padded rows (int64 k, lo, hi; bool mask).
       center: the int64 lattice coordinate the table is expressed around (the snapped median).
+      cfg: the static configuration; its ``epsilon`` is not read (it may be ``None``).
+      epsilon: the privacy parameter, a float or a float64 array: the only place it enters the density
+        (the factor epsilon/2 of (3.6)), so one compiled kernel serves every epsilon.
     """
     s_line = 1.0 / (6.0 * cfg.grid_resolution)             # a/2 per lattice unit
     wf, half_b = cfg.flat_width, cfg.cap / 2.0
@@ -294,7 +297,7 @@ def piece_table(rows_k, rows_lo, rows_hi, rows_valid, center, cfg: MedianConfig)
                            jnp.broadcast_to(level_rise[:, None], centre.shape),
                            jnp.broadcast_to(level_fall[:, None], centre.shape)], axis=-1)
     value_left = jnp.take_along_axis(intercept, which[..., None], axis=-1)[..., 0] + line_slope * left
-    half_eps = cfg.epsilon / 2.0
+    half_eps = epsilon / 2.0
     slope = (half_eps * line_slope).reshape(-1)
     log_left = (half_eps * value_left).reshape(-1)
     left = left.reshape(-1)

@@ -78,17 +78,17 @@ class PrivateMedianInfo(NamedTuple):
     nonprivate_median: Array
 
 
-def _single_row_table(s, cfg):
+def _single_row_table(s, cfg, epsilon):
     m = s[cfg.median_index - 1]
     zero = jnp.zeros((1,), jnp.int64)
-    return piece_table(zero, m[None], m[None], jnp.ones((1,), bool), m, cfg)
+    return piece_table(zero, m[None], m[None], jnp.ones((1,), bool), m, cfg, epsilon)
 
 
-def _full_table(s, cfg, size):
+def _full_table(s, cfg, size, epsilon):
     exists, lo, hi = hull_rows(s, cfg)
     keep, k0 = pareto_keep(exists, lo, hi, cfg)
     index, rows_lo, rows_hi, valid, count = compact_rows(keep, lo, hi, size)
-    table = piece_table(index.astype(jnp.int64), rows_lo, rows_hi, valid, s[cfg.median_index - 1], cfg)
+    table = piece_table(index.astype(jnp.int64), rows_lo, rows_hi, valid, s[cfg.median_index - 1], cfg, epsilon)
     return table, count, k0
 
 
@@ -114,7 +114,7 @@ def sample_pieces(key, table: PieceTable, cfg: MedianConfig):
 TRACED_OVERFLOW_ROWS = 2048
 
 
-def _route_tables(s, cfg, include_overflow):
+def _route_tables(s, cfg, include_overflow, epsilon):
     """(route, table, P, k0); the routes as conds (a select under vmap).
 
     Tables are padded at the end; padding has -inf mass and does not change the draw, so every
@@ -123,13 +123,13 @@ def _route_tables(s, cfg, include_overflow):
     size = cfg.full_rows if include_overflow else cfg.max_rows
 
     def fast_branch(s):
-        return _pad_table(_single_row_table(s, cfg), size), jnp.int64(1), jnp.int64(0)
+        return _pad_table(_single_row_table(s, cfg, epsilon), size), jnp.int64(1), jnp.int64(0)
 
     def slow_branch(s):
-        table, count, k0 = _full_table(s, cfg, cfg.max_rows)
+        table, count, k0 = _full_table(s, cfg, cfg.max_rows, epsilon)
         if not include_overflow:
             return table, count, k0
-        return jax.lax.cond(count > cfg.max_rows, lambda _: _full_table(s, cfg, size),
+        return jax.lax.cond(count > cfg.max_rows, lambda _: _full_table(s, cfg, size, epsilon),
                             lambda _: (_pad_table(table, size), count, k0), None)
 
     fast = certificate(s, cfg)
@@ -148,10 +148,11 @@ def _pad_table(table, size):
 
 
 @functools.partial(jax.jit, static_argnames=("cfg", "include_overflow"))
-def _private_median(key, data, cfg: MedianConfig, include_overflow: bool):
+def _private_median(key, data, epsilon, cfg: MedianConfig, include_overflow: bool):
+    """(value, snapped data, route, rows, distance); ``cfg`` without its epsilon (:func:`_kernel_config`)."""
     s = snap(data, cfg)
-    route, table, count, k0 = _route_tables(s, cfg, include_overflow)
-    return sample_pieces(key, table, cfg), _info(s, route, count, k0, cfg)
+    route, table, count, k0 = _route_tables(s, cfg, include_overflow, epsilon)
+    return sample_pieces(key, table, cfg), s, route, count, k0
 
 
 def _info(s, route, count, k0, cfg):
@@ -162,9 +163,15 @@ def _info(s, route, count, k0, cfg):
         nonprivate_median=s[cfg.median_index - 1].astype(jnp.float64) * cfg.unit)
 
 
-def _kernel_config(cfg):
-    """The host-routed kernels take the row cap as a static argument, so it is not part of their cache key."""
-    return dataclasses.replace(cfg, max_rows=1)
+def _kernel_config(cfg, *, max_rows=1):
+    """The static configuration of the compiled kernels: ``cfg`` without what they take as arguments.
+
+    Epsilon is a traced argument of every kernel (it only scales the log-density, :func:`piece_table`), so an
+    epsilon grid compiles each kernel once per data size, not once per epsilon; ``None`` here makes any
+    read of it inside a kernel an error. The host-routed kernels also take the row cap as a static
+    argument (``max_rows=1``), so it is not part of their cache key either.
+    """
+    return dataclasses.replace(cfg, epsilon=None, max_rows=max_rows)
 
 
 def _check_median_data(data):
@@ -284,20 +291,21 @@ def private_median(key: Key, data, *, epsilon: float, lower: float = -math.inf, 
                 f"private_median under jax.vmap/jit keeps its overflow route inside the kernel, which is limited "
                 f"to {TRACED_OVERFLOW_ROWS} envelope rows; these parameters need up to {cfg.full_rows} "
                 f"(ceil(L r n/2) + 1). Use private_median_trials for batches, or call private_median eagerly.")
-        value, info = _private_median(key, data, cfg, True)
-        return Release(value, info, guarantee)
+        value, s, route, count, k0 = _private_median(key, data, jnp.float64(cfg.epsilon),
+                                                     _kernel_config(cfg, max_rows=cfg.max_rows), True)
+        return Release(value, _info(s, route, count, k0, cfg), guarantee)
     # Eager: route on the host, so only the kernels this data set needs are compiled.
-    max_rows, cfg = cfg.max_rows, _kernel_config(cfg)
-    s, fast = _snap_and_certify(data[None, :], cfg)
+    max_rows, kernel_cfg, eps = cfg.max_rows, _kernel_config(cfg), jnp.float64(cfg.epsilon)
+    s, fast = _snap_and_certify(data[None, :], kernel_cfg)
     if bool(fast[0]):
-        value = _fast_values(key[None], s, cfg)[0]
+        value = _fast_values(key[None], s, eps, kernel_cfg)[0]
         route, count, k0 = ROUTE_FAST, 1, 0
     else:
-        value, count, k0 = (a[0] for a in _full_values(key[None], s, cfg, max_rows))
+        value, count, k0 = (a[0] for a in _full_values(key[None], s, eps, kernel_cfg, max_rows))
         route = ROUTE_CAPPED
         if int(count) > max_rows:
             # Overflow route: the same density with room for every surviving row.
-            value, count, k0 = (a[0] for a in _full_values(key[None], s, cfg, cfg.full_rows))
+            value, count, k0 = (a[0] for a in _full_values(key[None], s, eps, kernel_cfg, cfg.full_rows))
             route = ROUTE_OVERFLOW
     return Release(value, _info(s[0], jnp.int64(route), jnp.int64(count), jnp.int64(k0), cfg), guarantee)
 
@@ -335,23 +343,23 @@ def _snap_and_certify(data, cfg):
 
 
 @functools.partial(jax.jit, static_argnames=("cfg",))
-def _fast_values(keys, s, cfg):
-    return jax.vmap(lambda k, x: sample_pieces(k, _single_row_table(x, cfg), cfg))(keys, s)
+def _fast_values(keys, s, epsilon, cfg):
+    return jax.vmap(lambda k, x: sample_pieces(k, _single_row_table(x, cfg, epsilon), cfg))(keys, s)
 
 
 @functools.partial(jax.jit, static_argnames=("cfg", "size"))
-def _full_values(keys, s, cfg, size):
+def _full_values(keys, s, epsilon, cfg, size):
     def one(k, x):
-        table, count, k0 = _full_table(x, cfg, size)
+        table, count, k0 = _full_table(x, cfg, size, epsilon)
         return sample_pieces(k, table, cfg), count, k0
     return jax.vmap(one)(keys, s)
 
 
-def _bucketed_full_values(keys, s, index, cfg, size):
+def _bucketed_full_values(keys, s, index, epsilon, cfg, size):
     """The full route for the trials ``index``, padded to a power-of-two count (few recompilations)."""
     bucket = 1 << (int(index.size) - 1).bit_length()
     padded = np.concatenate([index, np.full(bucket - index.size, index[0])])
-    out = _full_values(keys[padded], s[padded], cfg, size)
+    out = _full_values(keys[padded], s[padded], epsilon, cfg, size)
     return tuple(np.asarray(a)[:index.size] for a in out)
 
 
@@ -421,20 +429,20 @@ def _host_routed_trials(keys, data, *, epsilon, lower=-math.inf, upper=math.inf,
                         median_bound=median_bound, constant=constant, median_index=median_index,
                         grid_resolution=grid_resolution, max_rows=max_rows)
     num_trials = data.shape[0]
-    max_rows, cfg = cfg.max_rows, _kernel_config(cfg)
-    s, fast = _snap_and_certify(jnp.asarray(data, jnp.float64), cfg)
+    max_rows, kernel_cfg, eps = cfg.max_rows, _kernel_config(cfg), jnp.float64(cfg.epsilon)
+    s, fast = _snap_and_certify(jnp.asarray(data, jnp.float64), kernel_cfg)
     fast = np.asarray(fast)
-    values = np.array(_fast_values(keys, s, cfg))
+    values = np.array(_fast_values(keys, s, eps, kernel_cfg))
     route = np.where(fast, ROUTE_FAST, ROUTE_CAPPED)
     rows = np.ones(num_trials, np.int64)
     distance = np.zeros(num_trials, np.int64)
     slow = np.flatnonzero(~fast)
     if slow.size:
-        v, count, k0 = _bucketed_full_values(keys, s, slow, cfg, max_rows)
+        v, count, k0 = _bucketed_full_values(keys, s, slow, eps, kernel_cfg, max_rows)
         values[slow], rows[slow], distance[slow] = v, count, k0
         over = slow[count > max_rows]
         if over.size:
-            v, count, k0 = _bucketed_full_values(keys, s, over, cfg, cfg.full_rows)
+            v, count, k0 = _bucketed_full_values(keys, s, over, eps, kernel_cfg, cfg.full_rows)
             values[over], rows[over], distance[over], route[over] = v, count, k0, ROUTE_OVERFLOW
     return values, route, rows, distance, fast, s, cfg
 
