@@ -85,12 +85,6 @@ def test_jit_vmap_and_trials_equal_the_unbatched_release():
     assert median.private_median(keys[0], data[0], **SPREAD_PARAMS).value == loop[0]
 
 
-_PROGRAMS_BUILT = []  # one entry per XLA program this process builds (compiled, or read from the cache)
-jax.monitoring.register_event_duration_secs_listener(
-    lambda event, duration, **kwargs: _PROGRAMS_BUILT.append(kwargs.get("fun_name"))
-    if event == "/jax/core/compile/backend_compile_duration" else None)
-
-
 def test_an_epsilon_grid_builds_each_kernel_once_per_data_size():
     """Epsilon is an argument of the private median's compiled kernels, not part of their static configuration.
 
@@ -114,11 +108,20 @@ def test_an_epsilon_grid_builds_each_kernel_once_per_data_size():
             float(eager[0].info.scale)
 
     first, scale_first = every_route(1.0)
-    built = len(_PROGRAMS_BUILT)
-    # The traced route builds one program per call of the user's jit (the closure is new), which carries
-    # epsilon as a constant; the library's own kernels are built no more.
-    others = [every_route(epsilon) for epsilon in (0.5, 2.0)]
-    library_kernels = [name for name in _PROGRAMS_BUILT[built:] if "<lambda>" not in str(name)]
+    built = []  # the jitted function of every XLA program built from here on (compiled, or read from the cache)
+
+    def listener(event, duration, **kwargs):
+        if event == "/jax/core/compile/backend_compile_duration":
+            built.append(kwargs.get("fun_name"))
+
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        # The traced route builds one program per call of the user's jit (the closure is new), which carries
+        # epsilon as a constant; the library's own kernels are built no more.
+        others = [every_route(epsilon) for epsilon in (0.5, 2.0)]
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listener)
+    library_kernels = [name for name in built if "<lambda>" not in str(name)]
     assert library_kernels == [], library_kernels
     for values, scale in others:
         assert scale != scale_first and np.all(np.asarray(values) != np.asarray(first))
