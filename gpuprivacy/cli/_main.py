@@ -150,11 +150,15 @@ def build_parser() -> argparse.ArgumentParser:
     study.set_defaults(handler=cmd_study)
 
     rep = sub.add_parser("reproduce", help="run a bundled study and write a report folder")
-    rep.add_argument("name", nargs="?", default="all", help="study name or 'all' (see --list)")
+    rep.add_argument("name", nargs="*", default=["all"], help="study names (or aliases), or 'all' (the default; "
+                     "see --list)")
     rep.add_argument("--quick", action="store_true", help="small version for smoke tests (< 1 min each)")
     rep.add_argument("--out", type=Path, default=Path("results/reproduce"), help="output folder")
     rep.add_argument("--list", action="store_true", help="list the studies and exit")
     rep.add_argument("--no-progress", action="store_true")
+    rep.add_argument("--jobs", type=positive_int("--jobs"), default=None, metavar="N",
+                     help="studies run at once, each in a process of its own (default: one per CPU core on a "
+                          "CPU-only host, 1 with an accelerator; 1: one after the other)")
     rep.add_argument("--json", action="store_true", help="print a JSON summary")
     for extension in _EXTENSIONS:
         extension(sub)
@@ -428,8 +432,13 @@ def cmd_reproduce(args) -> None:
         studies = list_studies()
         _emit(args, {"studies": studies}, "\n".join(f"{s}" for s in studies))
         return
-    folders = reproduce(args.name, quick=args.quick, out_dir=args.out, progress=not args.no_progress)
-    _emit(args, {"name": args.name, "quick": args.quick, "folders": [str(f) for f in folders]},
+    names = "all" if args.name in (["all"], []) else args.name
+    if "all" in args.name and names != "all":
+        raise CliError(f"pass 'all' alone or study names, got {' '.join(args.name)!r}. For example: "
+                       "gpuprivacy reproduce all --quick")
+    folders = reproduce(names, quick=args.quick, out_dir=args.out, progress=not args.no_progress, jobs=args.jobs)
+    _emit(args, {"name": names if isinstance(names, str) else list(names), "quick": args.quick,
+                 "folders": [str(f) for f in folders]},
           "\n".join(f"wrote {f}" for f in folders))
 
 

@@ -5,6 +5,7 @@ PNG plots and ``metadata.json``. Plots need matplotlib
 (``pip install gpuprivacy[plots]``), imported only when a study runs.
 """
 
+from gpuprivacy.reproduce._parallel import StudyFailed as StudyFailed
 from gpuprivacy.reproduce._registry import StudyInfo as StudyInfo
 from gpuprivacy.reproduce._registry import list_studies as list_studies
 from gpuprivacy.reproduce._registry import register_study as register_study

@@ -7,8 +7,9 @@ import os
 import pathlib
 import re
 import time
-from typing import Callable, NamedTuple
+from typing import Callable, NamedTuple, Sequence
 
+from gpuprivacy.reproduce._parallel import default_jobs, run_in_processes
 from gpuprivacy.reproduce._plots import require_matplotlib
 from gpuprivacy.sweeps import environment_info, utc_timestamp
 
@@ -95,9 +96,9 @@ def list_studies() -> list[StudyInfo]:
     return [StudyInfo(name, _STUDIES[name].description, _STUDIES[name].aliases) for name in sorted(_STUDIES)]
 
 
-def reproduce(name_or_all: str, *, quick: bool, out_dir: str | os.PathLike,
-              progress: bool = True) -> list[pathlib.Path]:
-    """Runs one registered study (or ``"all"``), each into ``out_dir/<name>/``.
+def reproduce(names: str | Sequence[str], *, quick: bool, out_dir: str | os.PathLike,
+              progress: bool = True, jobs: int | None = 1) -> list[pathlib.Path]:
+    """Runs registered studies (a name, a list of names, or ``"all"``), each into ``out_dir/<name>/``.
 
     Each folder receives ``report.md`` (what was run, parameters, results
     tables, the plots, and where and why the numbers differ from the
@@ -107,18 +108,24 @@ def reproduce(name_or_all: str, *, quick: bool, out_dir: str | os.PathLike,
     resumes an interrupted run; delete the folder for a fresh one.
 
     Args:
-      name_or_all: a name (or alias) from :func:`list_studies`, or ``"all"``.
+      names: a name (or alias) from :func:`list_studies`, a list of them, or ``"all"``.
       quick: a reduced run (fewer trials and grid points) for smoke tests;
         the report says so.
       out_dir: parent folder; created if missing.
       progress: show progress bars on stderr (when it is a terminal).
+      jobs: studies run at once, each in a process of its own (1: one after the other, in this process);
+        ``None``: one per CPU core on a CPU-only host, 1 with an accelerator. The numbers are the same either
+        way; several at once finish sooner where compiling and Python leave cores idle (``reproduce all
+        --quick`` on 2 cores: see BENCHMARKS.md).
 
     Returns:
-      The study folders, in the order run.
+      The study folders, in the order of ``names`` (``"all"``: sorted by name).
 
     Raises:
-      ValueError: for an unknown study name.
+      ValueError: for an unknown study name or a ``jobs`` that is not a positive integer.
       ImportError: if matplotlib is missing (``pip install gpuprivacy[plots]``).
+      StudyFailed: (a ``RuntimeError``) a study run in another process failed; the message names it and holds
+        its output (the other studies still ran).
 
     Examples:
       >>> [s.name for s in list_studies()][-1]
@@ -128,31 +135,44 @@ def reproduce(name_or_all: str, *, quick: bool, out_dir: str | os.PathLike,
     """
     if not isinstance(quick, bool):
         raise TypeError(f"quick must be True or False, got {quick!r}.")
-    if name_or_all == "all":
-        names = sorted(_STUDIES)
+    if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
+        raise ValueError(f"jobs (--jobs) must be a positive integer (studies run at once), got {jobs!r}. Pass "
+                         "e.g. jobs=2, 1 to run them one after the other, or None for one per CPU core.")
+    if isinstance(names, str):
+        names = sorted(_STUDIES) if names == "all" else [resolve_study(names)]
     else:
-        names = [resolve_study(name_or_all)]
+        names = list(dict.fromkeys(resolve_study(name) for name in names))  # each study once, in the order given
+        if not names:
+            raise ValueError("no study to run: pass a study name, a list of names, or 'all'.")
     require_matplotlib()  # fail before any computation
     out_dir = pathlib.Path(out_dir)
-    folders = []
-    for name in names:
-        study_dir = out_dir / name
-        study_dir.mkdir(parents=True, exist_ok=True)
-        started = utc_timestamp()
-        t0 = time.perf_counter()
-        details = _STUDIES[name].fn(study_dir, quick=quick, progress=progress)
-        metadata = {
-            "study": name,
-            "description": _STUDIES[name].description,
-            "quick": quick,
-            **details,
-            **environment_info(),
-            "started_utc": started,
-            "finished_utc": utc_timestamp(),
-            "wall_s": time.perf_counter() - t0,
-            "files": sorted(p.name for p in study_dir.iterdir() if p.is_file() and p.name != "metadata.json")
-                     + ["metadata.json"],
-        }
-        (study_dir / "metadata.json").write_text(json.dumps(metadata, indent=2, sort_keys=True) + "\n")
-        folders.append(study_dir)
-    return folders
+    jobs = default_jobs(len(names)) if jobs is None else jobs
+    if jobs > 1 and len(names) > 1:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        run_in_processes(names, [_STUDIES[name].fn.__module__ for name in names], quick=quick,
+                         out_dir=out_dir.resolve(), jobs=jobs, progress=progress)
+        return [out_dir / name for name in names]
+    return [run_study(name, quick=quick, out_dir=out_dir, progress=progress) for name in names]
+
+
+def run_study(name: str, *, quick: bool, out_dir: str | os.PathLike, progress: bool) -> pathlib.Path:
+    """Runs the registered study ``name`` in this process into ``out_dir/<name>/`` and writes its metadata."""
+    study_dir = pathlib.Path(out_dir) / name
+    study_dir.mkdir(parents=True, exist_ok=True)
+    started = utc_timestamp()
+    t0 = time.perf_counter()
+    details = _STUDIES[name].fn(study_dir, quick=quick, progress=progress)
+    metadata = {
+        "study": name,
+        "description": _STUDIES[name].description,
+        "quick": quick,
+        **details,
+        **environment_info(),
+        "started_utc": started,
+        "finished_utc": utc_timestamp(),
+        "wall_s": time.perf_counter() - t0,
+        "files": sorted(p.name for p in study_dir.iterdir() if p.is_file() and p.name != "metadata.json")
+                 + ["metadata.json"],
+    }
+    (study_dir / "metadata.json").write_text(json.dumps(metadata, indent=2, sort_keys=True) + "\n")
+    return study_dir
