@@ -61,14 +61,16 @@ def _spec(name: str, module: str, quick: bool, out_dir: pathlib.Path, progress: 
 
     settings = {key: getattr(jax.config, key) for key in _JAX_SETTINGS if getattr(jax.config, key, None) is not None}
     return json.dumps({"name": name, "module": module, "quick": quick, "out_dir": str(out_dir),
-                       "progress": progress, "sys_path": [p for p in sys.path if p], "jax": settings})
+                       "progress": progress, "jax": settings})
 
 
 def _start(name: str, module: str, quick: bool, out_dir: pathlib.Path, progress: bool) -> _Running:
     stdout, stderr = tempfile.TemporaryFile(), tempfile.TemporaryFile()
+    # The worker imports what this process can (gpuprivacy itself, the module registering the study): its path.
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
     process = subprocess.Popen([sys.executable, "-m", "gpuprivacy.reproduce._worker",
                                 _spec(name, module, quick, out_dir, progress)],
-                               stdin=subprocess.PIPE, stdout=stdout, stderr=stderr, close_fds=True)
+                               stdin=subprocess.PIPE, stdout=stdout, stderr=stderr, close_fds=True, env=env)
     return _Running(name, process, stdout, stderr, time.perf_counter())
 
 

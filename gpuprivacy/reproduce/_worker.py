@@ -1,7 +1,8 @@
 """One reproduction study in a process of its own (started by :func:`gpuprivacy.reproduce._parallel.run_in_processes`).
 
-``python -m gpuprivacy.reproduce._worker SPEC``, SPEC a JSON object: the study's ``name``, the ``module`` whose
-import registers it, ``quick``, ``out_dir``, ``progress``, the caller's ``sys_path`` and its ``jax`` settings.
+``python -m gpuprivacy.reproduce._worker SPEC`` (with the caller's ``sys.path`` as ``PYTHONPATH``), SPEC a JSON
+object: the study's ``name``, the ``module`` whose import registers it, ``quick``, ``out_dir``, ``progress`` and
+the caller's ``jax`` settings.
 The worker exits at once when its standard input (a pipe held by the caller only) reaches end-of-file: the
 caller has ended, whatever the way, and no study runs on without it.
 """
@@ -28,7 +29,6 @@ def _exit_when_caller_ends() -> None:
 def main(argv: list[str]) -> int:
     _exit_when_caller_ends()
     spec = json.loads(argv[0])
-    sys.path[:0] = [p for p in spec["sys_path"] if p not in sys.path]
     import jax
 
     for key, value in spec["jax"].items():
