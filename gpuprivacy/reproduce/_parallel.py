@@ -6,7 +6,8 @@ the other in 136 s (189 s of CPU time). Run side by side, two at a time, they fi
 CPU work shared over both cores. Each study runs in a fresh Python process
 (``python -m gpuprivacy.reproduce._worker``), not a thread: the studies' NumPy, mpmath and tracing hold the
 GIL, and a process keeps each study's JAX state (caches, counters) its own, as when run alone. A study's
-numbers do not depend on where it runs: the same seeds, the same programs (bitwise the same files, tested).
+numbers do not depend on where it runs: the same seeds, the same programs (the same result files: tested
+on one study, and on all of them by ``experiments/bench_reproduce.py``).
 
 No process outlives the caller: each worker reads its standard input, a pipe whose other end only this process
 holds, and exits at once when it reaches end-of-file, which the kernel delivers however this process ends

@@ -148,9 +148,14 @@ def reproduce(names: str | Sequence[str], *, quick: bool, out_dir: str | os.Path
     out_dir = pathlib.Path(out_dir)
     jobs = default_jobs(len(names)) if jobs is None else jobs
     if jobs > 1 and len(names) > 1:
+        modules = [getattr(_STUDIES[name].fn, "__module__", None) for name in names]
+        for name, module in zip(names, modules):
+            if not module or module == "__main__":  # a worker process imports the module that registers it
+                raise ValueError(f"study {name!r} is registered by {module or 'no module'!r}, which a worker "
+                                 "process cannot import, so it cannot run beside the others. Pass jobs=1 to run "
+                                 "the studies in this process, or register it in an importable module.")
         out_dir.mkdir(parents=True, exist_ok=True)
-        run_in_processes(names, [_STUDIES[name].fn.__module__ for name in names], quick=quick,
-                         out_dir=out_dir.resolve(), jobs=jobs, progress=progress)
+        run_in_processes(names, modules, quick=quick, out_dir=out_dir.resolve(), jobs=jobs, progress=progress)
         return [out_dir / name for name in names]
     return [run_study(name, quick=quick, out_dir=out_dir, progress=progress) for name in names]
 

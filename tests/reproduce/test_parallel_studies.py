@@ -13,7 +13,7 @@ import time
 import pytest
 
 from gpuprivacy.cli import main as cli_main
-from gpuprivacy.reproduce import StudyFailed, reproduce
+from gpuprivacy.reproduce import StudyFailed, register_study, reproduce
 from tests.reproduce import _studies_in_processes as studies
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -27,6 +27,16 @@ def test_jobs_run_studies_at_the_same_time_in_their_own_processes(tmp_path):
     pids = {json.loads((folder / "metadata.json").read_text())["pid"] for folder in folders}
     assert len(pids) == 2 and os.getpid() not in pids
     assert (folders[0] / "report.md").read_text() == "test-handshake-a met test-handshake-b\n"
+
+
+def test_a_study_in_a_worker_writes_the_numbers_it_writes_in_this_process(tmp_path):
+    (alone,) = reproduce("rnm-bikes", quick=True, out_dir=tmp_path / "here", progress=False, jobs=1)
+    beside, trivial = reproduce(["rnm-bikes", "test-trivial"], quick=True, out_dir=tmp_path / "workers",
+                                progress=False, jobs=2)  # two studies, two jobs: each in a worker process
+    assert json.loads((trivial / "metadata.json").read_text())["pid"] != os.getpid()
+    assert (beside / "results.csv").read_bytes() == (alone / "results.csv").read_bytes()
+    records = [json.loads((folder / "results.json").read_text())["records"] for folder in (alone, beside)]
+    assert records[0] == records[1] and len(records[0]) > 0
 
 
 def test_one_job_runs_them_one_after_the_other(tmp_path, monkeypatch):
@@ -77,6 +87,17 @@ def test_no_worker_outlives_a_killed_caller(tmp_path):
     finally:
         caller.kill()
         caller.wait()
+
+
+def test_a_study_a_worker_cannot_import_is_refused_before_any_runs(tmp_path, monkeypatch):
+    def study(study_dir, *, quick, progress):
+        raise AssertionError("must not run")
+
+    study.__module__ = "__main__"  # registered by a script: a worker process would not find it
+    register_study("test-from-a-script", study, "test", replace=True)
+    with pytest.raises(ValueError, match=r"study 'test-from-a-script' is registered by '__main__'.*Pass jobs=1"):
+        reproduce(["test-trivial", "test-from-a-script"], quick=True, out_dir=tmp_path, progress=False, jobs=2)
+    assert not (tmp_path / "test-trivial").exists()
 
 
 def test_jobs_is_checked(tmp_path):
