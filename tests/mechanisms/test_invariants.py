@@ -156,7 +156,9 @@ def test_release_carries_the_guarantee_its_function_states(key, case):
 
     Eagerly, under ``jax.jit`` with the parameters closed over (data traced where the case allows) and
     under ``jax.vmap``: the guarantee is static metadata of the release, never a leaf, so it survives all
-    three unchanged. ``guarantee_of`` reads it without drawing noise.
+    three unchanged. ``guarantee_of`` reads it without drawing noise. The jitted and vmapped calls are
+    traced, not compiled (``jax.eval_shape``): a transformed call's output tree, the guarantee in it, is fixed
+    when the call is traced and is the one a compiled run returns.
     """
     accepted = inspect.signature(case.guarantee).parameters
     params = {k: v for k, v in case.kwargs.items() if k in accepted}
@@ -165,11 +167,11 @@ def test_release_carries_the_guarantee_its_function_states(key, case):
     assert release.guarantee is not None, f"{case.name} returns a release without its guarantee"
     assert release.guarantee == expected
     if case.jittable and case.trace_data:
-        traced = jax.jit(lambda k, d: case.mechanism(k, d, *case.args, **case.traced_kwargs))(
-            key, jax.tree_util.tree_map(jnp.asarray, case.data))
+        traced = jax.eval_shape(jax.jit(lambda k, d: case.mechanism(k, d, *case.args, **case.traced_kwargs)),
+                                key, jax.tree_util.tree_map(jnp.asarray, case.data))
         assert traced.guarantee == expected
     if case.vmappable:
-        batched = jax.vmap(lambda k: call(case, k))(jax.random.split(key, 2))
+        batched = jax.eval_shape(jax.vmap(lambda k: call(case, k)), jax.random.split(key, 2))
         assert batched.guarantee == expected
     assert mechanisms.guarantee_of(case.mechanism, key, case.data, *case.args, **case.kwargs) == expected
 
