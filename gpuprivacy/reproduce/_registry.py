@@ -154,7 +154,8 @@ def reproduce(names: str | Sequence[str], *, quick: bool, out_dir: str | os.Path
                 raise ValueError(f"study {name!r} is registered by {module or 'no module'!r}, which a worker "
                                  "process cannot import, so it cannot run beside the others. Pass jobs=1 to run "
                                  "the studies in this process, or register it in an importable module.")
-        out_dir.mkdir(parents=True, exist_ok=True)
+        for name in names:  # here, so that a folder the studies cannot use is this call's OSError, not a worker's
+            (out_dir / name).mkdir(parents=True, exist_ok=True)
         run_in_processes(names, modules, quick=quick, out_dir=out_dir.resolve(), jobs=jobs, progress=progress)
         return [out_dir / name for name in names]
     return [run_study(name, quick=quick, out_dir=out_dir, progress=progress) for name in names]

@@ -157,11 +157,12 @@ _EPSILON_RELEASES: dict = {}
 
 
 def _epsilon_release(case):
-    key = jax.random.key(0)
-    name = "epsilon" if "epsilon" in case.kwargs else "rho"
-    # Traced data need clip=True (else refused for the data, and this test would pass without looking at epsilon).
-    kwargs = {k: v for k, v in (case.traced_kwargs if case.trace_data else case.kwargs).items() if k != name}
     if case.name not in _EPSILON_RELEASES:
+        key = jax.random.key(0)
+        name = "epsilon" if "epsilon" in case.kwargs else "rho"
+        # Traced data need clip=True (else refused for the data, and this test would pass without looking at
+        # epsilon).
+        kwargs = {k: v for k, v in (case.traced_kwargs if case.trace_data else case.kwargs).items() if k != name}
         if case.trace_data:
             release = jax.jit(lambda e, d: case.mechanism(key, d, *case.args, **{name: e}, **kwargs))
             _EPSILON_RELEASES[case.name] = lambda e: release(e, case.data)

@@ -100,6 +100,13 @@ def test_a_study_a_worker_cannot_import_is_refused_before_any_runs(tmp_path, mon
     assert not (tmp_path / "test-trivial").exists()
 
 
+def test_a_study_folder_that_cannot_be_made_is_an_error_before_any_worker_starts(tmp_path):
+    (tmp_path / "test-trivial").write_text("a file where the study's folder goes")
+    with pytest.raises(FileExistsError):
+        reproduce(["test-handshake-a", "test-trivial"], quick=True, out_dir=tmp_path, progress=False, jobs=2)
+    assert not (tmp_path / "test-handshake-a.started").exists()
+
+
 def test_jobs_is_checked(tmp_path):
     for bad in (0, -1, 1.5, True, "2"):
         with pytest.raises(ValueError, match=r"jobs \(--jobs\) must be a positive integer .*got"):
