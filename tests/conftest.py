@@ -23,9 +23,11 @@ TOL = {np.float32: 1e-6, np.float64: 1e-12}
 # One persistent XLA compilation cache per test run, shared by the pytest-xdist workers and by the command-line
 # runs the tests start: a program compiled once (in one module, one worker or one subprocess) is read back
 # instead of compiled again after the per-module cache release below. Compiling is most of the suite's time.
-# Programs under this many seconds to compile are not worth a file.
+# Every program is written, however small: the suite compiles about 7,300 programs of under 0.1 s each (eager
+# operations on constants, key splits: 15-25 ms apiece), again in each module after the release below, and
+# reading one back costs less (the `-m "not slow"` set: 93-94 s against 98 s with a 0.1 s floor, 2026-11-30).
 _CACHE_ENV = "GPUPRIVACY_TEST_COMPILATION_CACHE"
-_MIN_COMPILE_SECONDS = "0.1"
+_MIN_COMPILE_SECONDS = "0"
 
 
 def pytest_configure(config):
