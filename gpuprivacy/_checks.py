@@ -12,6 +12,7 @@ import contextlib
 import contextvars
 import math
 import numbers
+import zlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -338,10 +339,38 @@ def check_level(level: Any, *, epsilon: float, what: str, name: str = "epsilon",
 
 def traced_ok(ok: Any, message: str, **values: Any) -> Any:
     """``ok`` as a traced boolean, also registered with ``checkify`` (a no-op unless the caller checkifies)."""
-    from jax.experimental import checkify
-
-    checkify.debug_check(ok, message, **values)
+    _debug_check(ok, message, **values)
     return ok
+
+
+def _check_code(message: str) -> int:
+    """The checkify error code of a check: a function of its message, in [1, 2^30]."""
+    return zlib.crc32(message.encode()) % (1 << 30) + 1
+
+
+def _debug_check(ok: Any, message: str, **values: Any) -> None:
+    """``jax.experimental.checkify.debug_check(ok, message, **values)`` with an error code that depends on the
+    message alone.
+
+    JAX numbers each check from a process-wide counter (``jax/_src/checkify.py``, ``next_code``) and writes the
+    number into the program as a constant even where the check is a no-op (no ``checkify`` around it). Then the
+    same release traced twice is two programs: the persistent compilation cache never reads it back in another
+    process unless every check before it was traced in the same order (a sweep of n = [100] after one of
+    n = [20, 100] compiled its two mechanism programs again), nor after ``jax.clear_caches()``. This is
+    ``debug_check``'s own body (jax 0.10) with a code from the message. Under ``checkify`` the failing check with
+    the smallest code is the one reported (with the counter: the first traced); a release reports one failure,
+    and every message says which value is wrong. There is no public way to set the code.
+    """
+    from jax._src import checkify as checkify_internals  # the code: see above
+
+    if not checkify_internals.is_scalar_pred(ok):
+        raise TypeError(f"debug_check takes a scalar pred as argument, got {ok}")
+    error = checkify_internals.FailedCheckError(checkify_internals.get_traceback(), message, **values)
+    payload, metadata = jax.tree_util.tree_flatten(error)
+    code = _check_code(message)
+    state = checkify_internals.update_error(checkify_internals.init_error, jax.numpy.logical_not(ok), code,
+                                            {code: metadata}, payload, error.get_effect_type())
+    checkify_internals._check_error(state, debug=True)
 
 
 def epsilon_ok(epsilon: Any, name: str = "epsilon") -> Any:

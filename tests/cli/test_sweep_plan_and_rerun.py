@@ -72,6 +72,19 @@ def test_a_rerun_compiles_no_program(config, tmp_path):
     assert metrics(tmp_path / "second.jsonl") == metrics(tmp_path / "first.jsonl")  # bitwise the same releases
 
 
+def test_a_sweep_reads_back_the_programs_of_another_sweep_that_shared_its_cells(config, tmp_path):
+    """A config with only the n = 100 cells, after the whole grid: all three of its programs come from the
+    cache. (Before the checks' error codes depended on their messages alone, its two mechanism programs held
+    other codes, since the n = 20 programs were traced first the first time, and were compiled again.)"""
+    cache = tmp_path / "xla"
+    _sweep(config, tmp_path / "whole.jsonl", cache)
+    part = tmp_path / "part.toml"
+    part.write_text(CONFIG.replace("n = [20, 100]", "n = [100]"))
+    second = _sweep(part, tmp_path / "part.jsonl", cache)
+    assert second["num_computed"] == 4
+    assert (second["num_programs_compiled"], second["num_programs_loaded"]) == (0, 3), second
+
+
 def test_the_plan_refuses_what_a_run_refuses(config, tmp_path):
     bad = tmp_path / "bad.toml"
     bad.write_text(CONFIG.replace("epsilon = [0.5, 2.0]", "epsilon = [-1.0]"))

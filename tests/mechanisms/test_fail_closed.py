@@ -101,6 +101,36 @@ def test_checkify_raises_the_eager_message(key):
         error.throw()
 
 
+def test_a_checked_release_traced_again_is_the_same_program(key):
+    """The checks' checkify error codes depend on their messages, not on how many checks the process traced
+    before: the same release traced twice (a new function, the caches cleared, other checks in between) lowers
+    to the same program, which the persistent compilation cache then reads back. With JAX's own counter the
+    second program held another code (a constant) and was compiled again: this fails on that code."""
+    def lowered():
+        return jax.jit(lambda e: m.laplace_mechanism(key, 1.0, epsilon=e).value).lower(0.5).as_text()
+
+    first = lowered()
+    jax.jit(lambda e: m.report_noisy_max(key, SCORES[0], epsilon=e).value).lower(0.5)  # other checks between
+    jax.clear_caches()
+    assert lowered() == first
+    # Power: the program does hold the check (its code is in it), so a change of code would show.
+    from gpuprivacy._checks import _check_code
+    message = "epsilon must be finite and > 0, got {value}. A privacy budget of 0 or less releases nothing."
+    assert f"dense<{_check_code(message)}>" in first
+    assert _check_code(message) != _check_code(message.replace("epsilon", "delta"))
+
+
+def test_checkify_reports_one_of_two_failing_checks_with_its_message(key):
+    checked = checkify.checkify(
+        jax.jit(lambda e, d: m.laplace_mechanism(key, 1.0, epsilon=e, sensitivity=d).value),
+        errors=checkify.user_checks)
+    error, _ = checked(-1.0, -2.0)
+    with pytest.raises(checkify.JaxRuntimeError, match=r"(epsilon must be finite and > 0, got -1.0)|(got -2.0)"):
+        error.throw()
+    error, _ = checked(1.0, 1.0)
+    assert error.get() is None
+
+
 def test_calibrated_mechanisms_refuse_traced_parameters(key):
     # The Gaussian calibrates sigma in Python (Balle-Wang, mpmath): a traced epsilon cannot be checked or
     # used there, so it is refused at trace time: closed, with the eager message.
