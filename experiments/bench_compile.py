@@ -76,7 +76,10 @@ def compiled(fn, *args) -> dict:
     jax.block_until_ready(fn(*args))
     wall = time.perf_counter() - start
     backend = _EVENTS["backend_compile_duration"]
-    own = _BY_PROGRAM.get(f"jit({fn.__name__})", 0.0)
+    name = f"jit({fn.__name__})"
+    if name not in _BY_PROGRAM:  # a renamed event field would otherwise read as a program compiled in 0 s
+        raise RuntimeError(f"no compile event for {name} among {sorted(_BY_PROGRAM)}")
+    own = _BY_PROGRAM[name]
     return {"compile_s": own, "other_compile_s": backend[0] - own, "other_programs": backend[1] - 1,
             "total_compile_s": backend[0], "programs": backend[1],
             "trace_s": _EVENTS["jaxpr_trace_duration"][0], "lower_s": _EVENTS["jaxpr_to_mlir_module_duration"][0],
