@@ -9,8 +9,6 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
-from scipy import special
-
 from gpuprivacy._checks import (
     LEVEL_LIMIT,
     check_epsilon,
@@ -48,6 +46,8 @@ def zcdp_search_parameters(*, rho: float, num_outputs: int, beta: float) -> tupl
     beta = check_probability("beta", beta)
     steps = max(1, math.ceil(math.log2(num_outputs)))
     sigma = math.sqrt(steps / (2.0 * rho))
+    from scipy import special  # here, not at import: SciPy is a quarter of `import gpuprivacy`'s own time
+
     eta = sigma * float(special.ndtri(1.0 - beta / steps))
     # eta grows like 1/sqrt(rho): the design's t = 2 eta, refused with rho scaled by (eta / limit)^2.
     if not math.isfinite(eta) or 2 * eta > LEVEL_LIMIT:

@@ -19,7 +19,6 @@ import functools
 
 import jax
 import jax.numpy as jnp
-import optax
 
 from gpuprivacy._checks import check_finite_real, check_int, check_positive, check_probability
 from gpuprivacy.oracle._isolation import order_statistic_oracle
@@ -188,6 +187,8 @@ def logistic_regression(coefficient: int = 1, *, steps: int = 200, learning_rate
     steps = check_int("steps", steps, minimum=1)
     learning_rate = check_positive("learning_rate", learning_rate)
     l2 = check_finite_real("l2", l2)
+    import optax  # here, not at import: optax is a third of `import gpuprivacy`'s own time
+
     optimizer = optax.adam(learning_rate)
 
     def logistic_regression_oracle(rows, valid):
@@ -202,9 +203,11 @@ def logistic_regression(coefficient: int = 1, *, steps: int = 200, learning_rate
             return (w * losses).sum() / count + 0.5 * l2 * (beta @ beta)
 
         def step(_, carry):
+            from optax import apply_updates  # not from the closure: it holds plain values and the optimizer
+
             beta, state = carry
             updates, state = optimizer.update(jax.grad(loss)(beta), state, beta)
-            return optax.apply_updates(beta, updates), state
+            return apply_updates(beta, updates), state
 
         beta0 = jnp.zeros(x.shape[1], jnp.float64)
         # optax mixes Python scalars and int32 step counts; allow standard promotion

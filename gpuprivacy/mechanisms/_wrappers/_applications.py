@@ -13,7 +13,6 @@ import functools
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
 
 from gpuprivacy.oracle import is_trusted, trusted
 
@@ -87,6 +86,8 @@ def convex_minimizer_oracle(*, lower: float, upper: float, huber_width: float = 
     huber_width = check_positive("huber_width", huber_width)
     steps = check_int("steps", steps, minimum=1)
     learning_rate = check_positive("learning_rate", learning_rate)
+    import optax  # here, not at import: optax is a third of `import gpuprivacy`'s own time
+
     optimizer = optax.sgd(learning_rate)
 
     def minimizer(rows, valid):
@@ -98,9 +99,11 @@ def convex_minimizer_oracle(*, lower: float, upper: float, huber_width: float = 
             return (weight * _huber_derivative(theta - items, huber_width)).sum() / total
 
         def step(_, carry):
+            from optax import apply_updates  # not from the closure: it holds plain values and the optimizer
+
             theta, state = carry
             updates, state = optimizer.update(gradient(theta), state, theta)
-            return jnp.clip(optax.apply_updates(theta, updates), lower, upper), state
+            return jnp.clip(apply_updates(theta, updates), lower, upper), state
 
         start = jnp.asarray((lower + upper) / 2, jnp.float64)
         theta, _ = jax.lax.fori_loop(0, steps, step, (start, optimizer.init(start)))

@@ -8,7 +8,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import optimize
 
 def rate_terms(n_alpha, alpha, beta, epsilon, config):
     """The three Theorem 3.1 terms (without constants): non-private, local privacy, range."""
@@ -44,6 +43,8 @@ def part_sample_complexity(config, rates):
         design = np.array([r["terms"] for r in usable])
         target = np.array([r["n_needed"] for r in usable])
         weights = 1 / target  # relative error
+        from scipy import optimize  # here, not at import: SciPy is a quarter of `import gpuprivacy`'s own time
+
         coef, _ = optimize.nnls(design * weights[:, None], target * weights)
         predicted = design @ coef
         fit = dict(constants=[float(c) for c in coef], num_points=len(usable),
