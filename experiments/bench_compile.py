@@ -15,7 +15,8 @@ with the persistent compilation cache off:
 Each figure is the XLA backend compile time (``/jax/core/compile/backend_compile_duration``), beside tracing
 and lowering, the least of ``--repeat`` cold compiles (default 3; each run is in the JSON, ``compile_s_runs``):
 one compile on a shared 2-core machine varies by 20% or more with the load, and the least is the program's
-own cost, as ``timeit`` takes it. ``prog s`` is the mechanism program itself, the jitted release (what the 0.5 s target is about);
+own cost, as ``timeit`` takes it. ``prog s`` is the mechanism program itself, the jitted release (what the
+0.5 s target is about);
 ``other s`` sums the other programs its first call compiles while tracing, with their count: the release's
 guarantee computed on the host (the Gaussian selection mechanisms' float64 quadrature kernel, compiled once per
 process for every parameter set, then reused), key handling and small eager operations on constants. The baseline, compiled in
@@ -192,8 +193,8 @@ def main(argv=None) -> int:
             if r[part].get("compile_s", 0.0) > TARGET_S]
     summary = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                "machine": platform.platform(), "device": jax.devices()[0].device_kind, "jax": jax.__version__,
-               "load_average": load_average(), "mode": mode, "repeat": args.repeat, "baseline": floor, "target_s": TARGET_S,
-               "rows": rows, "over_target": sorted(set(over))}
+               "load_average": load_average(), "mode": mode, "repeat": args.repeat, "baseline": floor,
+               "target_s": TARGET_S, "rows": rows, "over_target": sorted(set(over))}
     if args.json:
         print(json.dumps(summary))
     else:
