@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from gpuprivacy._lru import LRUCache
+from gpuprivacy.accounting import _gaussian_selection_quadrature as quadrature
 from gpuprivacy.audit import _streams as audit_streams
 from gpuprivacy.audit import _registry as audit_registry
 from gpuprivacy.oracle import _sandbox
@@ -19,6 +20,7 @@ CACHES = {
     "audit._registry._BUILT": (audit_registry._BUILT, 64),
     "audit._streams._OUTPUT_SPECS": (audit_streams._OUTPUT_SPECS, 256),
     "oracle._sandbox._CACHE": (_sandbox._CACHE, 64),
+    "accounting._gaussian_selection_quadrature._KERNELS": (quadrature._KERNELS, 16),
 }
 
 

@@ -8,6 +8,7 @@ estimates (``*_estimate``); the public functions add the error estimate and roun
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 from typing import NamedTuple
@@ -18,6 +19,7 @@ import numpy as np
 from jax.scipy.special import erfcx as _jax_erfcx
 
 from gpuprivacy._config import require_x64
+from gpuprivacy._lru import LRUCache
 from gpuprivacy._rounding import round_up
 
 # ---------------------------------------------------------------------------------------------
@@ -208,6 +210,41 @@ def _log_integrals_estimate(params, *, num_points: int = DEFAULT_NUM_POINTS,
     return jax.lax.map(kernel, params, batch_size=min(_ROWS_PER_BATCH, params.shape[0]))
 
 
+# The kernel compiled ahead of time, by (rows, num_points, two_terms): _log_integrals_chunked uses two row counts
+# per (num_points, two_terms), so 16 entries hold every kernel a process uses.
+_KERNELS = LRUCache(16)
+
+
+def _staged_constants():
+    """A context in which tracing stages constant expressions instead of running them.
+
+    The mechanisms compute their bounds while their release is traced, under ``jax.ensure_compile_time_eval()``
+    (so that a jitted or vmapped release carries its guarantee). That context turns on JAX's eager constant
+    folding, which also holds while the kernel is traced there: each constant subexpression of the kernel (its
+    grid, broadcasts of constants) then runs as an eager program of its own (about 20, 15-25 ms each to
+    compile), and the kernel is another program than the one an eager release compiles (its constants folded
+    into literals): the same kernel compiled twice in a process, 1-2 s each. JAX has no public switch back;
+    ``jax._src.config.eager_constant_folding`` is the state ``ensure_compile_time_eval`` sets. Without it (a
+    JAX that moved it) the kernel is still right, only compiled twice.
+    """
+    from jax._src import config as jax_config
+
+    state = getattr(jax_config, "eager_constant_folding", None)
+    return state(False) if callable(state) else contextlib.nullcontext()
+
+
+def _compiled_kernel(num_rows: int, num_points: int, two_terms: bool):
+    """``_log_integrals_estimate`` for rows ``[num_rows, 6]``, traced without constant folding and compiled
+    ahead of time: one program whether the caller is eager or tracing a release (:func:`_staged_constants`).
+    Calling a compiled program runs it, so under a release's trace it returns values, never a staged call."""
+    def build():
+        with _staged_constants():
+            traced = _log_integrals_estimate.trace(jax.ShapeDtypeStruct((num_rows, 6), jnp.float64),
+                                                   num_points=num_points, two_terms=two_terms)
+            return traced.lower().compile()
+    return _KERNELS.get_or_build((num_rows, num_points, two_terms), build)
+
+
 def _chunk_rows() -> int:
     """Rows per call of the jitted kernel for large batches: small on CPU, large on accelerators."""
     return 256 if jax.default_backend() == "cpu" else 8192
@@ -227,8 +264,8 @@ def _log_integrals_chunked(rows: np.ndarray, num_points: int) -> _LogIntegralEst
     padded = -(-total // chunk) * chunk
     rows = np.concatenate([rows, np.broadcast_to(rows[:1], (padded - total, 6))], axis=0)
     two_terms = bool(np.any(rows[:, 3] != 0.0))
-    parts = [jax.device_get(_log_integrals_estimate(jnp.asarray(rows[i:i + chunk], dtype=jnp.float64),
-                                                    num_points=num_points, two_terms=two_terms))
+    kernel = _compiled_kernel(chunk, num_points, two_terms)
+    parts = [jax.device_get(kernel(np.ascontiguousarray(rows[i:i + chunk], dtype=np.float64)))
              for i in range(0, padded, chunk)]
     return jax.tree_util.tree_map(lambda *xs: np.concatenate(xs)[:total], *parts)
 

@@ -10,6 +10,7 @@ import json
 import math
 from pathlib import Path
 
+import jax
 import mpmath
 import numpy as np
 import pytest
@@ -433,3 +434,36 @@ def test_monte_carlo_at_worst_case_pair_rejects_theorem10_literal():
     assert math.log(lo / hi_prime) <= eps <= math.log(hi / lo_prime)
     literal = _at_epsilon_forms(t, sigma_x, sigma_z, rho, delta, 0.0, 1.0, form="theorem10")
     assert literal < math.log(lo / hi_prime)  # power: the literal Theorem 10 is refuted by sampling
+
+
+def test_a_bound_computed_while_a_release_is_traced_compiles_the_eager_kernel_alone():
+    # The mechanisms compute their bounds while their release is traced, under jax.ensure_compile_time_eval(),
+    # which turns on JAX's eager constant folding. The quadrature kernel was traced there with it: about 20 of
+    # its constant subexpressions ran as eager programs of their own, and the kernel was another program than
+    # the eager one (1-2 s each to compile). Now it is one program, compiled once for both.
+    from gpuprivacy.accounting import _gaussian_selection_quadrature as quadrature  # private: its kernel cache
+
+    compiled = []
+
+    def listener(event, duration, **kwargs):
+        if event == "/jax/core/compile/backend_compile_duration":
+            compiled.append(kwargs.get("fun_name"))
+
+    def release(x):
+        with jax.ensure_compile_time_eval():
+            epsilon = accounting.gaussian_rnm_epsilon(1.3, 5, 1.0, 0.0, 4.0, num_points=1025)
+        return x * epsilon
+
+    jax.clear_caches()
+    quadrature._KERNELS.clear()
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        traced_epsilon = float(jax.jit(release)(1.0))
+        during_trace = list(compiled)
+        compiled.clear()
+        eager = accounting.gaussian_rnm_epsilon(1.7, 5, 1.0, 0.0, 4.0, num_points=1025)  # other rows, the same kernel
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listener)
+    assert during_trace.count("jit(_log_integrals_estimate)") == 1 and len(during_trace) <= 3, during_trace
+    assert "jit(_log_integrals_estimate)" not in compiled, compiled
+    assert traced_epsilon == accounting.gaussian_rnm_epsilon(1.3, 5, 1.0, 0.0, 4.0, num_points=1025) and eager > 0
