@@ -239,9 +239,8 @@ def _compiled_kernel(num_rows: int, num_points: int, two_terms: bool):
     Calling a compiled program runs it, so under a release's trace it returns values, never a staged call."""
     def build():
         with _staged_constants():
-            traced = _log_integrals_estimate.trace(jax.ShapeDtypeStruct((num_rows, 6), jnp.float64),
-                                                   num_points=num_points, two_terms=two_terms)
-            return traced.lower().compile()
+            return _log_integrals_estimate.lower(jax.ShapeDtypeStruct((num_rows, 6), jnp.float64),
+                                                 num_points=num_points, two_terms=two_terms).compile()
     return _KERNELS.get_or_build((num_rows, num_points, two_terms), build)
 
 
