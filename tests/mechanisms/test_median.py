@@ -66,6 +66,28 @@ def test_routes_give_identical_releases():
     assert int(certified.info.nonprivate_route) == 0 and int(certified.info.nonprivate_num_rows) == 1
 
 
+def test_the_traced_kernel_builds_the_overflow_pass_only_when_rows_can_overflow(monkeypatch):
+    # The traced kernel holds every route; the overflow pass (a second envelope, with room for every row) is
+    # built only when the cap is below the number of rows that can survive. At the defaults the cap is that
+    # number (median_config caps max_rows at full_rows) and the pass would be dead code, compiled for nothing.
+    from gpuprivacy.mechanisms._median import _private_median as kernels
+    from gpuprivacy.mechanisms._median._config import median_config
+
+    built = []
+    full_table = kernels._full_table
+    monkeypatch.setattr(kernels, "_full_table", lambda s, cfg, size, eps: built.append(size) or full_table(s, cfg,
+                                                                                                          size, eps))
+    x = jax.numpy.asarray(spread())
+    for max_rows, sizes in ((64, "cap only"), (1, "cap and overflow")):
+        cfg = median_config(N, **SPREAD_PARAMS, max_rows=max_rows)
+        kernel_cfg = kernels._kernel_config(cfg, max_rows=cfg.max_rows)
+        built.clear()
+        jax.make_jaxpr(lambda x: kernels._route_tables(kernels.snap(x, kernel_cfg), kernel_cfg, True,
+                                                       jax.numpy.float64(1.0)))(x)
+        want = [cfg.max_rows] if sizes == "cap only" else [cfg.max_rows, cfg.full_rows]
+        assert (cfg.max_rows == cfg.full_rows) == (sizes == "cap only") and built == want, (max_rows, built)
+
+
 def test_jit_vmap_and_trials_equal_the_unbatched_release():
     rng = np.random.default_rng(6)
     data = np.stack([spread(), rng.uniform(-1, 1, N), bimodal(gap=0.5, seed=2), rng.normal(0, 1, N)])

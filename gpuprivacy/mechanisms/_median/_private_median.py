@@ -127,7 +127,9 @@ def _route_tables(s, cfg, include_overflow, epsilon):
 
     def slow_branch(s):
         table, count, k0 = _full_table(s, cfg, cfg.max_rows, epsilon)
-        if not include_overflow:
+        if not include_overflow or cfg.max_rows == cfg.full_rows:
+            # No overflow when the cap already holds every row that can survive (``median_config`` caps
+            # ``max_rows`` at ``full_rows``): the overflow pass would be dead code, compiled for nothing.
             return table, count, k0
         return jax.lax.cond(count > cfg.max_rows, lambda _: _full_table(s, cfg, size, epsilon),
                             lambda _: (_pad_table(table, size), count, k0), None)
