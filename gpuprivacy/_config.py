@@ -7,11 +7,71 @@ argument. Importing gpuprivacy therefore changes JAX's default dtypes for
 the whole process, exactly as ``jax.config.update("jax_enable_x64", True)``
 would. Code that needs 32-bit defaults elsewhere should pass dtypes
 explicitly.
+
+On a CPU, gpuprivacy also asks XLA for its loop emitters
+(``--xla_cpu_use_fusion_emitters=false``, added to ``XLA_FLAGS`` at import, before
+JAX starts its backends): the mechanisms' programs compile with 0.58 times the CPU
+time and run in 0.80 times the time of XLA's default fusion emitters (geometric
+means over the 28 sweepable mechanisms, single and batched, n = 200;
+``experiments/bench_cpu_emitters.py``, BENCHMARKS.md). It is read once per process,
+so it applies to every XLA:CPU program of the process, as ``jax_enable_x64`` does;
+values agree bitwise but where a fusion computes a transcendental function
+(``exp``) otherwise, in its last bits. It is not added when ``XLA_FLAGS`` already
+names the option (yours wins), when JAX's backends have started (too late to take
+effect), on a jaxlib this was measured with not (other versions may not know the
+option, and XLA aborts on an unknown flag), or when ``GPUPRIVACY_XLA_DEFAULTS=1``.
+:data:`CPU_EMITTERS` says which applies.
 """
+
+import os
 
 import jax
 
 jax.config.update("jax_enable_x64", True)
+
+LOOP_EMITTERS_FLAG = "--xla_cpu_use_fusion_emitters=false"
+KEEP_XLA_DEFAULTS_ENV = "GPUPRIVACY_XLA_DEFAULTS"
+# jaxlib (major, minor) series the option was measured with (it exists there; the loop emitters pass the suite).
+_LOOP_EMITTER_JAXLIBS = {(0, 10)}
+
+
+def _backends_started(unknown: bool) -> bool:
+    """Whether JAX's backends have started (``unknown`` where this JAX does not say)."""
+    try:
+        from jax._src import xla_bridge  # no public query
+        return bool(xla_bridge.backends_are_initialized())
+    except (ImportError, AttributeError):  # pragma: no cover  (another JAX layout)
+        return unknown
+
+
+def _jaxlib_series() -> tuple[int, int] | None:
+    try:
+        import jaxlib
+
+        major, minor = jaxlib.__version__.split(".")[:2]
+        return int(major), int(minor)
+    except (ImportError, ValueError, AttributeError):  # pragma: no cover
+        return None
+
+
+def prefer_cpu_loop_emitters(environ=os.environ) -> str:
+    """Adds :data:`LOOP_EMITTERS_FLAG` to ``XLA_FLAGS`` where the module docstring says; returns which CPU
+    emitters XLA will use: ``"loop"`` (this process asked for them, now or before), ``"flags"`` (``XLA_FLAGS``
+    names the option: yours), or ``"default"`` (XLA's fusion emitters: opted out, an unmeasured jaxlib, or
+    backends already started)."""
+    flags = environ.get("XLA_FLAGS", "")
+    if LOOP_EMITTERS_FLAG in flags.split():
+        return "loop"
+    if "xla_cpu_use_fusion_emitters" in flags:
+        return "flags"
+    if (environ.get(KEEP_XLA_DEFAULTS_ENV, "") not in ("", "0") or _jaxlib_series() not in _LOOP_EMITTER_JAXLIBS
+            or _backends_started(unknown=True)):
+        return "default"
+    environ["XLA_FLAGS"] = f"{flags} {LOOP_EMITTERS_FLAG}".strip()
+    return "loop"
+
+
+CPU_EMITTERS = prefer_cpu_loop_emitters()
 
 
 def x64_enabled() -> bool:
@@ -53,12 +113,7 @@ def use_cpu_cores(count: int | None = None) -> int:
     count = (os.cpu_count() or 1) if count is None else int(count)
     if count < 1:
         raise ValueError(f"count must be at least 1, got {count}.")
-    try:
-        from jax._src import xla_bridge  # no public query; without it the update below is simply too late
-        started = xla_bridge.backends_are_initialized()
-    except (ImportError, AttributeError):  # pragma: no cover  (another JAX layout)
-        started = False
-    if started:
+    if _backends_started(unknown=False):  # unknown: the update below is simply too late
         raise RuntimeError("use_cpu_cores must be called before JAX starts its backends (before the first array "
                            "is created or jax.devices() is called). Call it right after importing gpuprivacy, or "
                            f"set XLA_FLAGS=--xla_force_host_platform_device_count={count} in the environment.")

@@ -1,7 +1,12 @@
-"""Importing gpuprivacy has no side effects on JAX beyond enabling float64."""
+"""Importing gpuprivacy has no side effects on JAX beyond enabling float64 and, on a CPU, XLA's loop emitters."""
 
+import os
 import subprocess
 import sys
+
+import pytest
+
+from gpuprivacy import _config
 
 
 def test_import_does_not_start_the_xla_backend():
@@ -29,3 +34,55 @@ def test_import_and_the_cli_leave_scipy_and_optax_until_a_function_needs_them():
             "assert 'scipy.special' in sys.modules and 'optax' in sys.modules  # power: the check sees them\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+# A program whose values tell XLA:CPU's emitters apart: their float64 exp differ in the last bit at some of these
+# points (jaxlib 0.10.2).
+_EMITTER_PROBE = ("import hashlib, jax, jax.numpy as jnp, numpy as np\n"
+                  "x = np.asarray(jax.jit(jnp.exp)(jnp.linspace(-30.0, 30.0, 100001)))\n"
+                  "print(gp._config.CPU_EMITTERS, os.environ.get('XLA_FLAGS', ''), hashlib.sha256(x.tobytes()).hexdigest())\n")
+
+
+def _probe(before="", **env):
+    base = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", _config.KEEP_XLA_DEFAULTS_ENV)}
+    code = f"import os\n{before}import gpuprivacy as gp\n{_EMITTER_PROBE}"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                          env={**base, "JAX_PLATFORMS": "cpu", **env})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    emitters, *flags, digest = proc.stdout.split()
+    return emitters, " ".join(flags), digest
+
+
+@pytest.mark.skipif(_config._jaxlib_series() not in _config._LOOP_EMITTER_JAXLIBS,
+                    reason="the loop emitters are asked for on the jaxlib series they were measured with only")
+def test_import_asks_xla_cpu_for_its_loop_emitters_and_they_take_effect():
+    ours = _probe()
+    assert ours[:2] == ("loop", _config.LOOP_EMITTERS_FLAG)
+    # The same program as under the flag set by hand, and (the power of the check) not XLA's default's.
+    by_hand = _probe(XLA_FLAGS=_config.LOOP_EMITTERS_FLAG, GPUPRIVACY_XLA_DEFAULTS="1")
+    default = _probe(GPUPRIVACY_XLA_DEFAULTS="1")
+    assert default[:2] == ("default", "")
+    assert ours[2] == by_hand[2] != default[2]
+    # A choice in XLA_FLAGS wins, and so do backends started before the import (too late to change): both
+    # compute as XLA's default.
+    assert _probe(XLA_FLAGS="--xla_cpu_use_fusion_emitters=true") == ("flags", "--xla_cpu_use_fusion_emitters=true",
+                                                                      default[2])
+    started = _probe(before="import jax.numpy as jnp; jnp.zeros(1)\n")
+    assert started == ("default", "", default[2])
+
+
+def test_the_loop_emitters_are_asked_for_only_where_they_can_take_effect(monkeypatch):
+    monkeypatch.setattr(_config, "_backends_started", lambda unknown: False)
+    monkeypatch.setattr(_config, "_jaxlib_series", lambda: (0, 10))
+    env = {"XLA_FLAGS": "--xla_force_host_platform_device_count=4"}
+    assert _config.prefer_cpu_loop_emitters(env) == "loop"
+    assert env["XLA_FLAGS"] == f"--xla_force_host_platform_device_count=4 {_config.LOOP_EMITTERS_FLAG}"
+    assert _config.prefer_cpu_loop_emitters(env) == "loop" and env["XLA_FLAGS"].count("emitters") == 1
+    for env, why in (({_config.KEEP_XLA_DEFAULTS_ENV: "1"}, "opted out"), ({}, "unmeasured jaxlib"),
+                     ({}, "backends started")):
+        if why == "unmeasured jaxlib":
+            monkeypatch.setattr(_config, "_jaxlib_series", lambda: (0, 11))
+        if why == "backends started":
+            monkeypatch.setattr(_config, "_jaxlib_series", lambda: (0, 10))
+            monkeypatch.setattr(_config, "_backends_started", lambda unknown: True)
+        assert _config.prefer_cpu_loop_emitters(env) == "default" and "XLA_FLAGS" not in env, why

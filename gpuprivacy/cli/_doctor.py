@@ -32,9 +32,14 @@ def _verdict(missing: list, allow_env: str) -> str:
     return "unconfined" if os.environ.get(allow_env) == "1" else "refused"
 
 
+_EMITTERS = {"loop": "loop (asked for by gpuprivacy; GPUPRIVACY_XLA_DEFAULTS=1 keeps XLA's default)",
+             "flags": "as your XLA_FLAGS say", "default": "XLA's default (fusion emitters)"}
+
+
 def run_doctor(args) -> None:
     import jax
 
+    from gpuprivacy._config import CPU_EMITTERS
     from gpuprivacy.oracle import ALLOW_UNCONFINED_ENV
     from gpuprivacy.oracle import sandbox_features as features
 
@@ -45,7 +50,7 @@ def run_doctor(args) -> None:
     num_devices = len(jax.devices())
     if args.json:
         payload = {**found, "jax_version": jax.__version__, "backend": backend, "num_devices": num_devices,
-                   "untrusted_oracles": verdict}
+                   "xla_cpu_emitters": CPU_EMITTERS, "untrusted_oracles": verdict}
         json.dump(payload, sys.stdout)
         sys.stdout.write("\n")
         return
@@ -59,7 +64,8 @@ def run_doctor(args) -> None:
              f"seccomp filters: {_yes(found.get('seccomp'))}",
              f"no_new_privs: {_yes(found.get('no_new_privs'))}",
              f"running as uid {uid}" + (" (root is dropped to an unprivileged user namespace)" if uid == 0 else ""),
-             f"jax {jax.__version__}: backend {backend}, {num_devices} device(s)"]
+             f"jax {jax.__version__}: backend {backend}, {num_devices} device(s)",
+             f"XLA:CPU emitters: {_EMITTERS[CPU_EMITTERS]}"]
     if verdict == "confined":
         lines.append("untrusted oracles: confined by the kernel")
     elif verdict == "refused":

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import functools
+import os
 import pathlib
 import platform
 import subprocess
@@ -55,6 +56,8 @@ def environment_info() -> dict:
         "device_kind": devices[0].device_kind,
         "device_count": len(devices),
         "x64": bool(jax.config.read("jax_enable_x64")),
+        # XLA:CPU's emitters may round a transcendental function otherwise in its last bit (gpuprivacy._config).
+        "xla_flags": os.environ.get("XLA_FLAGS", ""),
     }
 
 

@@ -5,11 +5,13 @@ import json
 import jax
 import pytest
 
+from gpuprivacy import _config
 from gpuprivacy.cli import main
 from gpuprivacy.oracle import _confine
 
 KEYS = {"platform", "machine", "landlock_abi", "landlock_fs", "landlock_net", "landlock_scopes", "seccomp",
-        "no_new_privs", "uid", "missing", "jax_version", "backend", "num_devices", "untrusted_oracles"}
+        "no_new_privs", "uid", "missing", "jax_version", "backend", "num_devices", "xla_cpu_emitters",
+        "untrusted_oracles"}
 
 
 def test_json_reports_every_feature_and_jax(capsys, monkeypatch):
@@ -21,6 +23,7 @@ def test_json_reports_every_feature_and_jax(capsys, monkeypatch):
     assert KEYS <= set(payload)
     assert payload["jax_version"] == jax.__version__ and payload["backend"] == jax.default_backend()
     assert payload["num_devices"] == len(jax.devices())
+    assert payload["xla_cpu_emitters"] == _config.CPU_EMITTERS in ("loop", "flags", "default")
     # The project's machines (Linux 6.x, Landlock ABI 7): everything the sandbox needs is there.
     assert payload["landlock_abi"] == _confine.landlock_abi() >= 6
     assert payload["missing"] == [] and payload["untrusted_oracles"] == "confined"
@@ -33,6 +36,7 @@ def test_human_output_has_one_line_per_feature(capsys, monkeypatch):
     assert f"Landlock ABI: {_confine.landlock_abi()}" in out
     assert "Landlock TCP rules: yes" in out and "seccomp filters: yes" in out
     assert f"jax {jax.__version__}: backend {jax.default_backend()}" in out
+    assert "XLA:CPU emitters: " in out
     assert out.rstrip().endswith("untrusted oracles: confined by the kernel")
 
 
