@@ -12,13 +12,13 @@ On a CPU, gpuprivacy also asks XLA for its loop emitters
 (``--xla_cpu_use_fusion_emitters=false``, added to ``XLA_FLAGS`` at import, before
 JAX starts its backends): the mechanisms' programs compile with 0.58 times the CPU
 time and run in 0.80 times the time of XLA's default fusion emitters (geometric
-means over the 28 sweepable mechanisms, single and batched, n = 200;
+means over 57 programs of the 29 sweepable mechanisms, n = 200;
 ``experiments/bench_cpu_emitters.py``, BENCHMARKS.md). It is read once per process,
 so it applies to every XLA:CPU program of the process, as ``jax_enable_x64`` does;
 values agree bitwise but where a fusion computes a transcendental function
 (``exp``) otherwise, in its last bits. It is not added when ``XLA_FLAGS`` already
 names the option (yours wins), when JAX's backends have started (too late to take
-effect), on a jaxlib this was measured with not (other versions may not know the
+effect), on a jaxlib series it was not measured with (another may not know the
 option, and XLA aborts on an unknown flag), or when ``GPUPRIVACY_XLA_DEFAULTS=1``.
 :data:`CPU_EMITTERS` says which applies.
 """

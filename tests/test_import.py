@@ -40,7 +40,8 @@ def test_import_and_the_cli_leave_scipy_and_optax_until_a_function_needs_them():
 # points (jaxlib 0.10.2).
 _EMITTER_PROBE = ("import hashlib, jax, jax.numpy as jnp, numpy as np\n"
                   "x = np.asarray(jax.jit(jnp.exp)(jnp.linspace(-30.0, 30.0, 100001)))\n"
-                  "print(gp._config.CPU_EMITTERS, os.environ.get('XLA_FLAGS', ''), hashlib.sha256(x.tobytes()).hexdigest())\n")
+                  "digest = hashlib.sha256(x.tobytes()).hexdigest()\n"
+                  "print(gp._config.CPU_EMITTERS, os.environ.get('XLA_FLAGS', ''), digest)\n")
 
 
 def _probe(before="", **env):

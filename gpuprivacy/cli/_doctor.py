@@ -32,7 +32,8 @@ def _verdict(missing: list, allow_env: str) -> str:
     return "unconfined" if os.environ.get(allow_env) == "1" else "refused"
 
 
-_EMITTERS = {"loop": "loop (asked for by gpuprivacy; GPUPRIVACY_XLA_DEFAULTS=1 keeps XLA's default)",
+_EMITTERS = {"loop": "loop (--xla_cpu_use_fusion_emitters=false, which importing gpuprivacy asks for; "
+                     "GPUPRIVACY_XLA_DEFAULTS=1 keeps XLA's default)",
              "flags": "as your XLA_FLAGS say", "default": "XLA's default (fusion emitters)"}
 
 
