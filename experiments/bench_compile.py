@@ -121,18 +121,31 @@ def floor_program(n: int, repeat: int = REPEAT) -> dict:
     return compiled(jax.jit(draw_and_sort), jax.random.key(0), repeat=repeat)
 
 
-def measure(name, mech, *, n, trials, repeat: int = REPEAT) -> dict:
+def programs(name, mech, *, n, trials) -> tuple[int, dict, dict]:
+    """``(n, params, {"single": (fn, args), "batched": (fn, args)})``: a mechanism's two programs (module
+    docstring), unjitted, with the bench's parameters and data (``bench_sweepables.py``)."""
     n = max(FIXED_N.get(name, n), MIN_N.get(name, 0))
     params = dict(PARAMS[name])
     if "clip" in inspect.signature(mech.release).parameters:
         params.setdefault("clip", True)  # traced data need clip=True
     key = jax.random.key(1)
     data = trial_data(jax.random.key(2), mech.target, trials, n)
+
+    def single_release(k, x):
+        return mech.release(k, x, **params).value
+
+    def batched_releases(k, x):
+        return mechanisms.run_trials(mech.release, k, trials, x, batched_args=True, **params).value
+    return n, params, {"single": (single_release, (key, data[0])), "batched": (batched_releases, (key, data))}
+
+
+def measure(name, mech, *, n, trials, repeat: int = REPEAT) -> dict:
+    n, params, parts = programs(name, mech, n=n, trials=trials)
+    key, data = parts["batched"][1]
     row = {"mechanism": name, "n": n, "trials": trials}
     try:
-        def single_release(k, x):
-            return mech.release(k, x, **params).value
-        row["single"] = compiled(jax.jit(single_release), key, data[0], repeat=repeat)
+        single_release, args = parts["single"]
+        row["single"] = compiled(jax.jit(single_release), *args, repeat=repeat)
     except Exception as exc:  # a mechanism whose single release does not trace (host-routed)
         row["single"] = {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:120]}"}
     try:
@@ -140,9 +153,8 @@ def measure(name, mech, *, n, trials, repeat: int = REPEAT) -> dict:
     except Exception as exc:  # an eager release that needs other arguments than the bench's
         row["second_epsilon_programs"] = f"{type(exc).__name__}"
     try:
-        def batched_releases(k, x):
-            return mechanisms.run_trials(mech.release, k, trials, x, batched_args=True, **params).value
-        row["batched"] = compiled(jax.jit(batched_releases), key, data, repeat=repeat)
+        batched_releases, args = parts["batched"]
+        row["batched"] = compiled(jax.jit(batched_releases), *args, repeat=repeat)
     except jax.errors.TracerArrayConversionError as exc:  # a host-routed batched hook (the private median's)
         row["batched"] = {"error": f"does not trace (host-routed?): {str(exc).splitlines()[0][:120]}",
                           "host_routed": True}

@@ -13,10 +13,11 @@ process of its own (the flag is read once, when XLA starts):
 * run: the steady-state wall time of the compiled program, the best of 5 calls;
 * values: whether the two settings release the same values bitwise.
 
-Ours is the default (fusion emitters), the baseline the loop emitters; ratios are loop / fusion (below 1: the
-loop emitters are cheaper). gpuprivacy keeps XLA's default: the flag is process-wide, so setting it would
-change every other JAX program of the user's process, and the values differ in the last bits where a
-fusion computes a transcendental function (``exp``) differently (BENCHMARKS.md, "XLA:CPU emitters").
+Ours is the loop emitters, which importing gpuprivacy asks for on a CPU (``gpuprivacy/_config.py``); the baseline
+is XLA's default, the fusion emitters. Both are set explicitly in ``XLA_FLAGS`` (``=false`` and ``=true``), since an
+import with no such option would ask for the loop emitters in either process. Ratios are ours / the baseline,
+loop / fusion (below 1: the loop emitters are cheaper). The values differ in the last bits where a fusion computes
+a transcendental function (``exp``) otherwise (BENCHMARKS.md, "XLA:CPU emitters").
 
     python experiments/bench_cpu_emitters.py --quick     # n = 200, T = 64, the least of 3 compiles
     python experiments/bench_cpu_emitters.py             # n = 1000, T = 1000
@@ -27,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import inspect
 import json
 import math
 import os
@@ -40,28 +40,9 @@ import time
 
 HERE = pathlib.Path(__file__).resolve().parent
 LOOP_EMITTERS = "--xla_cpu_use_fusion_emitters=false"
-SETTINGS = {"fusion": "", "loop": LOOP_EMITTERS}
+SETTINGS = {"fusion": "--xla_cpu_use_fusion_emitters=true", "loop": LOOP_EMITTERS}
 MODES = {"quick": {"n": 200, "trials": 64}, "default": {"n": 1000, "trials": 1000}}
 RUN_CALLS = 5
-
-
-def _programs(name, mech, n, trials):
-    """``{"single": (jitted, args), "batched": (jitted, args)}`` for one mechanism (``bench_compile.py``'s)."""
-    import jax
-
-    from bench_sweepables import FIXED_N, MIN_N, PARAMS, trial_data
-    from gpuprivacy import mechanisms
-
-    n = max(FIXED_N.get(name, n), MIN_N.get(name, 0))
-    params = dict(PARAMS[name])
-    if "clip" in inspect.signature(mech.release).parameters:
-        params.setdefault("clip", True)  # traced data need clip=True
-    data = trial_data(jax.random.key(2), mech.target, trials, n)
-    key = jax.random.key(1)
-    single = jax.jit(lambda k, x: mech.release(k, x, **params).value)
-    batched = jax.jit(lambda k, x: mechanisms.run_trials(mech.release, k, trials, x, batched_args=True,
-                                                         **params).value)
-    return n, {"single": (single, (key, data[0])), "batched": (batched, (key, data))}
 
 
 def _child(names, mode, repeat, out):
@@ -70,14 +51,16 @@ def _child(names, mode, repeat, out):
     import jax
     import numpy as np
 
+    from bench_compile import programs
     from gpuprivacy.sweeps._mechanisms import builtin_sweepables
 
     jax.config.update("jax_enable_compilation_cache", False)
     table = builtin_sweepables()
     rows, values = [], {}
     for name in names:
-        n, programs = _programs(name, table[name], **mode)
-        for part, (fn, args) in programs.items():
+        n, _, parts = programs(name, table[name], **mode)
+        for part, (fn, args) in parts.items():
+            fn = jax.jit(fn)
             try:
                 fn.lower(*args)
             except Exception as exc:  # a host-routed release (the private median's batched driver) does not trace
@@ -178,7 +161,7 @@ def main(argv=None) -> int:
     if args.json:
         print(json.dumps(summary))
         return 0
-    print(f"ours: XLA:CPU fusion emitters (default); baseline: loop emitters ({LOOP_EMITTERS}); n = {mode['n']}, "
+    print(f"ours: XLA:CPU loop emitters ({LOOP_EMITTERS}); baseline: XLA's default fusion emitters; n = {mode['n']}, "
           f"T = {mode['trials']}; compile: least of {args.repeat} cold compiles, CPU s (wall s); run: best of "
           f"{RUN_CALLS}; ratio = loop / fusion")
     print(f"{'mechanism':36s} {'n':>5s} {'part':8s} | {'fusion cpu (wall)':>18s} {'loop cpu (wall)':>18s} "
