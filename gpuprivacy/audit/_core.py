@@ -273,9 +273,11 @@ def _audit_real(mechanism, x, x_prime, key_p, key_q, num_samples, alpha, delta, 
     # selection half's counts, and bounded on the evaluation half (fresh keys), DP-Sniper style. All four
     # streams are counted on the device at every threshold, so no count returns to the host until the end;
     # the evaluation counts of the events not chosen are never looked at, so the choice cannot see them.
-    pilot_p, pilot_q = stream_p.first_block(key_p, block), stream_q.first_block(key_q, block)
+    counter = _ThresholdCounter(_THRESHOLD_QUANTILES, pilot=block)
+    no_thresholds = np.zeros(_THRESHOLD_QUANTILES)  # the shape of the thresholds, for the pilot's step
+    pilot_p, pilot_q = stream_p.pilot(counter, key_p, block, no_thresholds), \
+        stream_q.pilot(counter, key_q, block, no_thresholds)
     thresholds = _pilot_thresholds(pilot_p, pilot_q, min(block, half))
-    counter = _ThresholdCounter(_THRESHOLD_QUANTILES)
     update = _block_counter(counter, block)
     pilot = [update(counter.init(), out, np.int64(0), np.int64(half), thresholds) for out in (pilot_p, pilot_q)]
     if bar is not None:

@@ -13,7 +13,8 @@ count returns to the host until every stream of the audit is counted: then
 one transfer brings the counts back, and Clopper-Pearson bounds
 (:mod:`._confidence`, NumPy float64) are computed there. The only samples
 that ever reach the host are a real-valued audit's pilot (two blocks, before
-any counting), whose quantiles place the thresholds. Counts are integers,
+any counting, drawn by the step that then counts the streams, so that the
+sampler is compiled once), whose quantiles place the thresholds. Counts are integers,
 so they agree exactly for every chunk size and device count. Samplers that
 need their dataset on the host (``np.asarray(x)``) are called block by block
 from Python, their blocks counted by the same device code. Two cases are
@@ -284,20 +285,32 @@ class _ThresholdCounter:
     """A histogram of real outputs over sorted thresholds ``t[0..T-1]`` (``aux``).
 
     Bin ``i <= T`` holds the outputs with exactly ``i`` thresholds below them (so ``#{y <= t_j}`` is the
-    histogram's cumulative sum at ``j``), bin ``T + 1`` the NaNs.
+    histogram's cumulative sum at ``j``), bin ``T + 1`` the NaNs. With ``pilot = block`` the state also keeps
+    the stream's block 0 as drawn (float64), whatever the thresholds: a real-valued audit draws its pilot
+    with the same compiled step that then counts the stream (:meth:`_Streams.pilot`), so the sampler is
+    compiled once per audit, not once for the pilot and again inside the step.
     """
 
     num_thresholds: int
+    pilot: int = 0
 
     def init(self):
-        return (jnp.zeros((self.num_thresholds + 2,), jnp.int64),)
+        hist = (jnp.zeros((self.num_thresholds + 2,), jnp.int64),)
+        return hist + ((jnp.zeros((self.pilot,), jnp.float64),) if self.pilot else ())
 
     def update(self, state, out, valid, thresholds):
         values = out.reshape(-1).astype(thresholds.dtype)
         index = jnp.searchsorted(thresholds, values, side="left", method=_search_method(self.num_thresholds))
         index = jnp.where(jnp.isnan(values), self.num_thresholds + 1, index)
         index = jnp.where(valid, index, self.num_thresholds + 2)  # dropped
-        return (state[0].at[index].add(1, mode="drop"),)
+        return (state[0].at[index].add(1, mode="drop"),) + tuple(state[1:])
+
+    def keep(self, state, out, blocks):
+        """Keeps block 0's outputs (``out[0]`` when this micro-batch starts at block 0) in the pilot buffer."""
+        if not self.pilot or out.shape[1] != self.pilot:  # no buffer, or another block size (the evaluation half)
+            return state
+        first = out[0].reshape(self.pilot).astype(jnp.float64)
+        return (state[0], jnp.where(blocks[0] == 0, first, state[1]))
 
     def finish(self, state) -> np.ndarray:
         return np.asarray(state[0]).reshape(-1, self.num_thresholds + 2).sum(axis=0)
@@ -342,6 +355,7 @@ def _stream_step(sample, counter, plan: _StreamPlan, mesh: Mesh, x_spec, key_spe
                     out = jax.vmap(lambda k: sample(k, x, block))(keys)
                 position = blocks[:, None] * block + jnp.arange(block, dtype=jnp.int64)[None, :]
                 valid = (position < num_samples) & (blocks < end)[:, None]
+                state = _keep(counter, state, out, blocks)
                 return counter.update(state, out.reshape((micro * block,) + out.shape[2:]), valid.reshape(-1), aux)
 
             return jax.lax.cond(blocks[0] < end, draw_and_count, lambda s: s, state), None
@@ -354,6 +368,12 @@ def _stream_step(sample, counter, plan: _StreamPlan, mesh: Mesh, x_spec, key_spe
     step = jax.shard_map(per_device_step, mesh=mesh, in_specs=((sharded,) * num_leaves,) + (replicated,) * 8,
                          out_specs=(sharded,) * num_leaves, check_vma=False)
     return jax.jit(step, donate_argnums=(0,))
+
+
+def _keep(counter, state, out, blocks):
+    """``counter.keep`` where the counter keeps raw outputs (the real-valued audit's pilot), else ``state``."""
+    keep = getattr(counter, "keep", None)
+    return state if keep is None else keep(state, out, blocks)
 
 
 def _cached(function, *args):
@@ -400,7 +420,7 @@ class _Streams:
         out_bytes = max(1, int(np.prod(spec.shape, dtype=np.int64))) * spec.dtype.itemsize
         self.bytes_per_sample = _WORKING_SET_FACTOR * (int(np.asarray(x).nbytes) + out_bytes)
 
-    def count(self, counter, key, num_samples: int, block: int, aux=None, first: int = 0):
+    def count(self, counter, key, num_samples: int, block: int, aux=None, first: int = 0, progress: bool = True):
         """Counts blocks ``first ..`` of the stream ``(key, num_samples)``; the state stays on the device(s)."""
         limit = -(-num_samples // block)
         if first >= limit:
@@ -420,7 +440,7 @@ class _Streams:
         total, reported = num_samples - first * block, 0
         for chunk in range(-(-run // plan.per_device)):
             state = step(state, np.int64(chunk), *scalars, key, self.x, aux)
-            if self.bar is not None:  # dispatched, not finished: the bar runs ahead of the device
+            if self.bar is not None and progress:  # dispatched, not finished: the bar runs ahead of the device
                 done = total * min(run, (chunk + 1) * plan.per_device) // run
                 self.bar.update(done - reported)
                 reported = done
@@ -439,9 +459,19 @@ class _Streams:
                 self.bar.update(min(block, num_samples - index * block))
         return tuple(s[None] for s in state)
 
-    def first_block(self, key, block):
-        """Block 0 of a stream, on the default device (the pilot of a real-valued audit)."""
-        return jnp.asarray(self.mechanism.sample(jax.random.fold_in(key, 0), self.x_host, block))
+    def pilot(self, counter, key, block, aux):
+        """Block 0 of a stream (the pilot of a real-valued audit), as float64 on the host.
+
+        A traceable sampler draws it with the step that counts the stream (``counter`` keeps block 0,
+        :class:`_ThresholdCounter`; ``aux``: thresholds of the right shape, their counts unused): the same
+        compiled program, so the sampler is not compiled a second time for the pilot. Otherwise it is
+        called once from Python, as every block of such a sampler is.
+        """
+        if not self.spec.traceable:
+            out = np.asarray(self.mechanism.sample(jax.random.fold_in(key, 0), self.x_host, block))
+            return out.reshape(-1).astype(np.float64)
+        state = self.count(counter, key, block, block, aux, progress=False)  # block 0 alone
+        return np.asarray(jax.device_get(state[-1]))[0]  # device 0 drew block 0
 
 
 def _output_counter(spec: _OutputSpec, capacity: int) -> _OutputCounter | None:

@@ -108,6 +108,37 @@ def test_a_sampler_that_needs_its_data_on_the_host_gives_the_same_result(kind):
     assert results[0].epsilon_lower > 0.5
 
 
+def test_a_real_valued_audit_compiles_its_sampler_once_the_pilot_drawn_by_the_counting_step():
+    # The pilot (block 0 of each selection stream, whose quantiles place the thresholds) is drawn by the same
+    # compiled step that then counts the streams, so the sampler is compiled into one program per audit. Drawn
+    # from Python instead, it would be compiled a second time as a program of its own: seen here as a lowering of
+    # the sampler's jit as a top-level program.
+    @jax.jit
+    def laplace_block_for_the_pilot_test(key, x):
+        return x[0] + jax.random.laplace(key, (BLOCK,), jnp.float64)
+
+    def sample(key, x, num_samples):
+        return laplace_block_for_the_pilot_test(key, jnp.asarray(x, jnp.float64))[:num_samples]
+
+    lowered = []
+
+    def listener(event, duration, **kw):
+        if event == "/jax/core/compile/jaxpr_to_mlir_module_duration":
+            lowered.append(kw.get("fun_name"))
+
+    mechanism = audit.AuditableMechanism(name="pilot", sample=sample, claim=PureDP(1.0), output_kind="real")
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        result = audit.audit(mechanism, np.zeros(1), np.ones(1), num_samples=3 * BLOCK + 1, key=jax.random.key(13))
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listener)
+    assert "jit(laplace_block_for_the_pilot_test)" not in lowered, lowered
+    assert lowered.count("jit(per_device_step)") == 1, lowered
+    # The same samples as the sampler called from Python (a traceable sampler and a host-driven one agree on the
+    # whole audit: test_a_sampler_that_needs_its_data_on_the_host_gives_the_same_result[real]).
+    assert result.epsilon_lower > 0.5
+
+
 def test_outputs_wider_than_a_word_are_counted_on_the_host_with_the_same_result():
     # The same outputs as int32 scalars (one word: counted on the device) and as int64 triples (three words:
     # counted on the host, block by block).
