@@ -14,6 +14,7 @@ included (a local import that hides a cycle is still a cycle):
 from __future__ import annotations
 
 import ast
+import functools
 import pathlib
 
 ROOT = pathlib.Path(__file__).resolve().parents[1] / "gpuprivacy"
@@ -72,6 +73,7 @@ def _targets(module: str, is_package: bool, node: ast.AST) -> list[str]:
     return out
 
 
+@functools.cache  # parsed when a test first asks, not while pytest collects (1.2 s in every worker)
 def _edges() -> list[tuple[str, str, str]]:
     """(importer, imported, "path:line") for every gpuprivacy import, local ones included."""
     edges = []
@@ -84,8 +86,6 @@ def _edges() -> list[tuple[str, str, str]]:
                         edges.append((module, target, f"{path.relative_to(ROOT.parent)}:{node.lineno}"))
     return edges
 
-
-EDGES = _edges()
 
 
 def _top(module: str) -> str | None:
@@ -105,7 +105,7 @@ def test_every_top_level_module_has_a_layer():
 
 def test_no_upward_imports():
     bad = [f"{where}: {src} (layer {_level(src)}) imports {dst} (layer {_level(dst)})"
-           for src, dst, where in EDGES
+           for src, dst, where in _edges()
            if _top(src) != _top(dst) and _level(dst) >= _level(src)
            and not (_top(src) in SHARED and _top(dst) in SHARED)]  # layer-0 helpers may share (no cycles)
     assert not bad, "imports must point to the same package or a lower layer:\n" + "\n".join(bad)
@@ -116,7 +116,7 @@ def _is_private_module(module: str) -> bool:
 
 
 def test_no_cross_package_private_imports():
-    bad = [f"{where}: {src} imports private {dst}" for src, dst, where in EDGES
+    bad = [f"{where}: {src} imports private {dst}" for src, dst, where in _edges()
            if _top(src) is not None and _top(dst) not in SHARED and _top(dst) != _top(src)
            and _is_private_module(dst)]
     assert not bad, ("import another package's public face (its __init__), not its private modules:\n"
@@ -125,7 +125,7 @@ def test_no_cross_package_private_imports():
 
 def test_no_import_cycles():
     graph: dict[str, set[str]] = {m: set() for m in MODULES}
-    for src, dst, _ in EDGES:
+    for src, dst, _ in _edges():
         # a package's __init__ re-exporting its own submodules is not a cycle with them
         if not dst.startswith(src + "."):
             graph[src].add(dst)
@@ -152,4 +152,4 @@ def test_no_import_cycles():
 
 def test_the_checker_sees_local_and_relative_imports():
     """Self-test of the parser on a known edge."""
-    assert any(src == "gpuprivacy.__main__" and dst.startswith("gpuprivacy.cli") for src, dst, _ in EDGES)
+    assert any(src == "gpuprivacy.__main__" and dst.startswith("gpuprivacy.cli") for src, dst, _ in _edges())

@@ -10,15 +10,17 @@ from gpuprivacy.oracle import _evaluate_plan, _evaluate_sharded
 from gpuprivacy.oracle import _levels
 
 
-def _families(n):
-    return {
-        "removals": subsets.removals(n, 2),
-        "removals-3": subsets.removals(n, 3),
-        "partition": subsets.partition(n, 4),
-        "random-small": subsets.random_subsets(jax.random.key(0), n, 5, 300),
-        "random-large": subsets.random_subsets(jax.random.key(1), n, n - 3, 300),
-        "random-wide": subsets.random_subsets(jax.random.key(2), n, n // 2 + 1, 300),  # > 16 removed: host compaction
-    }
+# Built when a test runs, not while pytest collects (random families run JAX programs: 1-2 s per worker).
+_FAMILIES = {
+    "removals": lambda n: subsets.removals(n, 2),
+    "removals-3": lambda n: subsets.removals(n, 3),
+    "partition": lambda n: subsets.partition(n, 4),
+    "random-small": lambda n: subsets.random_subsets(jax.random.key(0), n, 5, 300),
+    "random-large": lambda n: subsets.random_subsets(jax.random.key(1), n, n - 3, 300),
+    # > 16 removed: host compaction
+    "random-wide": lambda n: subsets.random_subsets(jax.random.key(2), n, n // 2 + 1, 300),
+}
+
 
 
 def _generic(fn):
@@ -26,13 +28,13 @@ def _generic(fn):
     return oracle.trusted(lambda rows, valid: fn(rows, valid))
 
 
-@pytest.mark.parametrize("name", list(_families(40)))
+@pytest.mark.parametrize("name", list(_FAMILIES))
 @pytest.mark.parametrize("label, fn", [("median", oracle.median), ("quantile", oracle.quantile(0.3)),
                                        ("quantile0", oracle.quantile(0.0)), ("quantile1", oracle.quantile(1.0))])
 def test_order_statistics_read_from_slots_give_the_block_result_bit_for_bit(name, label, fn):
     data = np.random.default_rng(1).standard_normal(40)
     data[:5] = data[5]  # ties
-    family = _families(40)[name]
+    family = _FAMILIES[name](40)
     fast = np.asarray(oracle.evaluate(fn, data, family))
     block = np.asarray(oracle.evaluate(_generic(fn), data, family))
     np.testing.assert_array_equal(fast, block)
@@ -114,7 +116,7 @@ def test_device_resident_families_give_the_host_prepared_values(monkeypatch, nam
     # On an accelerator an explicit family is uploaded once and each chunk is sliced, sorted and expanded on
     # the device; on a CPU it is prepared chunk by chunk on the host. Both must give the same bits.
     data = np.random.default_rng(3).standard_normal(40)
-    family = _families(40)[name]
+    family = _FAMILIES[name](40)
     host = np.asarray(oracle.evaluate(fn, data, family, chunk_size=7))
     monkeypatch.setattr(_evaluate_plan, "_RESIDENT_FAMILIES", True)
     plan = engine.plan_evaluation(fn, data, family, capacity=family.capacity, chunk_size=7,

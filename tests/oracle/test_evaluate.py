@@ -15,22 +15,26 @@ from tests._helpers import free_port
 HERE = Path(__file__).parent
 
 
+# Built when a test runs, not while pytest collects (random families run JAX programs: 1-2 s per worker).
+_FAMILIES = {
+    "removals": lambda n: subsets.removals(n, 2),
+    "partition": lambda n: subsets.partition(n, 4),
+    "random-small": lambda n: subsets.random_subsets(jax.random.key(0), n, 5, 60),
+    "random-large": lambda n: subsets.random_subsets(jax.random.key(1), n, n - 3, 60),
+    "random-wide": lambda n: subsets.random_subsets(jax.random.key(2), n, n // 2, 60),
+}
+
+
 def _families(n):
-    return {
-        "removals": subsets.removals(n, 2),
-        "partition": subsets.partition(n, 4),
-        "random-small": subsets.random_subsets(jax.random.key(0), n, 5, 60),
-        "random-large": subsets.random_subsets(jax.random.key(1), n, n - 3, 60),
-        "random-wide": subsets.random_subsets(jax.random.key(2), n, n // 2, 60),
-    }
+    return {name: make(n) for name, make in _FAMILIES.items()}
 
 
-@pytest.mark.parametrize("name", list(_families(30)))
+@pytest.mark.parametrize("name", list(_FAMILIES))
 def test_oracle_sees_exactly_its_subset_sorted_and_zero_padded(name):
     # A cheating oracle hands back everything it was given.
     n = 30
     data = np.random.default_rng(0).permutation(np.arange(100.0, 100.0 + n))  # distinct, non-zero
-    family = _families(n)[name]
+    family = _FAMILIES[name](n)
     blocks, valids = oracle.evaluate(oracle.trusted(lambda rows, valid: (rows, valid)), data, family)
     blocks, valids = np.asarray(blocks), np.asarray(valids)
     assert blocks.shape == (len(family), family.capacity)
@@ -44,13 +48,13 @@ def test_oracle_sees_exactly_its_subset_sorted_and_zero_padded(name):
         assert not np.isin(blocks[i], excluded).any()
 
 
-@pytest.mark.parametrize("name", list(_families(30)))
+@pytest.mark.parametrize("name", list(_FAMILIES))
 def test_public_capacity_hides_n_from_every_subset(name):
     # Under add/remove neighbours n is private: with a public capacity the blocks of the same subset
     # are identical whether the dataset has one more row or not.
     n, capacity = 30, 40
     data = np.random.default_rng(0).permutation(np.arange(100.0, 100.0 + n))
-    family = _families(n)[name]
+    family = _FAMILIES[name](n)
     blocks, valids = oracle.evaluate(oracle.trusted(lambda rows, valid: (rows, valid)), data, family, capacity=capacity)
     blocks, valids = np.asarray(blocks), np.asarray(valids)
     assert blocks.shape == (len(family), capacity)
@@ -108,10 +112,10 @@ def test_values_match_a_plain_numpy_loop():
             np.testing.assert_allclose(values, expected, rtol=1e-12, atol=1e-14)
 
 
-@pytest.mark.parametrize("name", list(_families(25)))
+@pytest.mark.parametrize("name", list(_FAMILIES))
 def test_results_do_not_depend_on_chunk_size(name):
     data = np.random.default_rng(3).standard_normal(25)
-    family = _families(25)[name]
+    family = _FAMILIES[name](25)
     reference = np.asarray(oracle.evaluate(oracle.trimmed_mean(0.1), data, family))
     for chunk in (1, 7, len(family), 10**6):
         np.testing.assert_array_equal(
