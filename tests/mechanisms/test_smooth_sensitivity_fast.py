@@ -94,13 +94,15 @@ def check(x, b, lower=LOWER, upper=UPPER, max_distance=None):
                              np.full((x.shape[0], 1), upper)], axis=1)
     w = weights(b, min(K, n) + 1)
     want = np.array([brute_force(p, v, rank, K) for p, v in zip(padded, w)])
-    for search in SEARCHES:
-        # One dataset per call, as a single release runs them (the batched kernel is checked against single calls
-        # in test_vmap_computes_each_trial_as_alone): XLA:CPU compiles a search vmapped over the 35 datasets in
-        # about 1.6 times the time (n = 37: 0.72 s against 0.47 s for the divide and conquer), at each of 40 sizes.
-        one = jax.jit(functools.partial(search, rank=rank, max_distance=K))
-        got = np.array([float(one(p, v)) for p, v in zip(padded, w)])
-        np.testing.assert_array_equal(got, want, err_msg=search.__name__)
+    # One dataset per call, as a single release runs them (the batched kernel is checked against single calls in
+    # test_vmap_computes_each_trial_as_alone): XLA:CPU compiles a search vmapped over the 35 datasets in about 1.6
+    # times the time (n = 37: 0.72 s against 0.47 s for the divide and conquer), at each of 40 sizes. The three
+    # searches share one program per size (one compile instead of three): each is a max of exact products,
+    # w * (x_j - x_i), which no program boundary can round differently.
+    searches = jax.jit(lambda p, v: [search(p, v, rank=rank, max_distance=K) for search in SEARCHES])
+    got = np.array([[float(value) for value in searches(p, v)] for p, v in zip(padded, w)])
+    for column, search in enumerate(SEARCHES):
+        np.testing.assert_array_equal(got[:, column], want, err_msg=search.__name__)
     ours = [float(io.median_smooth_sensitivity(row, beta=beta, lower=lower, upper=upper, max_distance=max_distance))
             for row, beta in zip(x, b)]
     np.testing.assert_array_max_ulp(np.array(ours), reference(x, b, lower, upper, max_distance), maxulp=2)
