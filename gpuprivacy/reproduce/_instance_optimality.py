@@ -80,7 +80,9 @@ SWEEP_NAME = "piecewise_laplace_dominance"
 def study_config(quick: bool) -> dict:
     return {
         "epsilons": [0.5, 2.0] if quick else [0.1, 0.25, 0.5, 1.0, 2.0, 4.0],
-        "sizes": [25, 201] if quick else [11, 101, 1001],
+        # Quick: the full grid's smallest n (its cells are then the same programs as a quick run of
+        # experiments/configs/piecewise_laplace_dominance.toml, which takes the smallest n) and one larger.
+        "sizes": [11, 201] if quick else [11, 101, 1001],
         "datasets_per_cell": 8 if quick else 100,
         "distributions": list(LAWS),
         "laws": {name: {"law": law, **params} for name, (law, params) in LAWS.items()},
