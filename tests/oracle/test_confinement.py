@@ -174,8 +174,10 @@ except Exception:
     try:
         assert _both(attack, unconfined) == (FOUND, NOT_FOUND)
     finally:
+        listener.shutdown(socket.SHUT_RDWR)  # wakes the accept() (closing alone does not: join would wait it out)
         listener.close()
         thread.join(5)
+    assert not thread.is_alive()
     assert received == [b"secret"]  # only the unconfined worker got through
 
 
