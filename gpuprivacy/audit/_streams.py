@@ -225,6 +225,11 @@ class _OutputCounter:
         index, found = self._lookup(state[0], state[2], words)
         return (state[0], state[1].at[index].add((valid & found).astype(jnp.int64))) + tuple(state[2:])
 
+    def keep(self, state, out, blocks):
+        """Raw outputs are never kept (only a real-valued audit's pilot is: :meth:`_ThresholdCounter.keep`)."""
+        del out, blocks
+        return state
+
     def _insert(self, state, words, missing):
         """Adds the batch's new outputs to the table, one at a time while they are few (each costs a pass over
         the batch); past ``_INSERT_ONE_BY_ONE`` of them, all the rest at once by sorting (see :meth:`_insert_all`)."""
@@ -355,7 +360,7 @@ def _stream_step(sample, counter, plan: _StreamPlan, mesh: Mesh, x_spec, key_spe
                     out = jax.vmap(lambda k: sample(k, x, block))(keys)
                 position = blocks[:, None] * block + jnp.arange(block, dtype=jnp.int64)[None, :]
                 valid = (position < num_samples) & (blocks < end)[:, None]
-                state = _keep(counter, state, out, blocks)
+                state = counter.keep(state, out, blocks)
                 return counter.update(state, out.reshape((micro * block,) + out.shape[2:]), valid.reshape(-1), aux)
 
             return jax.lax.cond(blocks[0] < end, draw_and_count, lambda s: s, state), None
@@ -368,12 +373,6 @@ def _stream_step(sample, counter, plan: _StreamPlan, mesh: Mesh, x_spec, key_spe
     step = jax.shard_map(per_device_step, mesh=mesh, in_specs=((sharded,) * num_leaves,) + (replicated,) * 8,
                          out_specs=(sharded,) * num_leaves, check_vma=False)
     return jax.jit(step, donate_argnums=(0,))
-
-
-def _keep(counter, state, out, blocks):
-    """``counter.keep`` where the counter keeps raw outputs (the real-valued audit's pilot), else ``state``."""
-    keep = getattr(counter, "keep", None)
-    return state if keep is None else keep(state, out, blocks)
 
 
 def _cached(function, *args):
