@@ -8,7 +8,9 @@ included (a local import that hides a cycle is still a cycle):
 2. no import cycles between modules;
 3. no module imports a private module (``_name``) of another top-level subpackage: cross-package
    use goes through the owning package's public face. The shared top-level helpers
-   (``gpuprivacy._checks`` etc., layer 0) are allowed everywhere.
+   (``gpuprivacy._checks`` etc., layer 0) are allowed everywhere;
+4. no module is longer than ``MAX_MODULE_LINES``: a longer one holds more than one concept, and is split
+   by concept (one file per algorithm), not by line count.
 """
 
 from __future__ import annotations
@@ -96,6 +98,16 @@ def _top(module: str) -> str | None:
 def _level(module: str) -> int:
     top = _top(module)
     return TOP if top is None else LEVEL[top]
+
+
+MAX_MODULE_LINES = 500
+
+
+def test_no_module_is_longer_than_500_lines():
+    long = {name: n for name, (path, _) in MODULES.items()
+            if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES}
+    assert not long, (f"modules over {MAX_MODULE_LINES} lines (split each by concept, one file per algorithm): "
+                      f"{long}")
 
 
 def test_every_top_level_module_has_a_layer():
