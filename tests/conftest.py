@@ -1,5 +1,6 @@
 """Strict test configuration (STYLE rule 24)."""
 
+import gc
 import os
 import shutil
 import tempfile
@@ -124,6 +125,15 @@ def pytest_collection_modifyitems(config, items):
     # --no-loadscope-reorder, else it orders them by their number of tests), so the run ends on short modules
     # instead of leaving one worker alone on a six-minute module at the end.
     items.sort(key=lambda item: -SLOW_MODULES.get(item.nodeid.split("::")[0], 0))
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_finish(session):
+    # What is alive once the tests are collected (JAX, SciPy, matplotlib, the test modules) lives to the end:
+    # moved out of the collector's reach, so that its full collections walk only what the tests allocate.
+    # GC time in eight mid-sized modules: 6.3 -> 4.4 s of ~190 s (2026-11-30).
+    gc.collect()
+    gc.freeze()
 
 
 def pytest_unconfigure(config):
