@@ -99,12 +99,15 @@ def _rows_outside_domain(mechanism: SweepableMechanism, x, params):
 
 
 def _mechanism_fn(mechanism: SweepableMechanism, static: tuple, with_exact: bool):
-    """``one(trial_key, x, traced) -> (value, target, valid, info, exact)``: one trial on its data ``x``."""
+    """``one(mechanism_key, x, traced) -> (value, target, valid, info, exact)``: one trial on its data ``x``.
+
+    ``mechanism_key`` is the second half of ``jax.random.split(trial_key)``, split by the caller outside the
+    compiled program (:func:`gpuprivacy.sweeps._trials.run_cells`).
+    """
     target = TARGETS[mechanism.target]
     static_params = dict(static)
 
-    def one(trial_key, x, traced):
-        _, mechanism_key = jax.random.split(trial_key)
+    def one(mechanism_key, x, traced):
         params = {**static_params, **traced}
         release = mechanism.release(mechanism_key, x, **params)
         exact = _exact_values(mechanism, x, params) if with_exact else {}
