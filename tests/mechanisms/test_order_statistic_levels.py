@@ -7,6 +7,9 @@ fewer would lose a piece of positive mass (power).
 
 from __future__ import annotations
 
+import functools
+
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -19,11 +22,18 @@ from gpuprivacy.mechanisms._instance_optimal._statistics import _levels_that_mov
 LOWER, UPPER = -1.0, 4.0
 
 
+@functools.partial(jax.jit, static_argnames=("levels", "mechanism"))
+def _table(sorted_x, rank, levels, mechanism, epsilon):
+    """The release's table of pieces for ``levels`` levels, as its kernel builds it: one program per data size
+    and number of levels, shared by every rank (the rank is an argument of the bounds)."""
+    seg = _segments(_order_statistic_bounds(sorted_x, LOWER, UPPER, rank, levels), jnp.float64(0.0))
+    return seg, _log_masses(seg, 0.5 * epsilon, mechanism)
+
+
 def positive_pieces(x, rank, levels, mechanism, epsilon=0.7):
     """The pieces of positive mass: sorted ``(start, sign, length, level, log_mass)`` rows."""
-    bounds = _order_statistic_bounds(jnp.asarray(np.sort(x)), LOWER, UPPER, rank, levels)
-    seg = _segments(bounds, jnp.float64(0.0))
-    log_mass = np.asarray(_log_masses(seg, 0.5 * epsilon, mechanism))
+    seg, log_mass = _table(jnp.asarray(np.sort(x)), rank, levels, mechanism, epsilon)
+    log_mass = np.asarray(log_mass)
     rows = np.stack([np.asarray(seg.start), np.asarray(seg.sign), np.asarray(seg.length), np.asarray(seg.level),
                      log_mass], axis=1)[np.isfinite(log_mass)]
     return rows[np.lexsort(rows.T[::-1])]

@@ -33,19 +33,22 @@ from gpuprivacy.mechanisms._instance_optimal._local_bounds_type import LocalBoun
 _INF = math.inf
 
 
-@functools.partial(jax.jit, static_argnames=("rank", "pieces"))
+@functools.partial(jax.jit, static_argnames=("pieces",))
 def _order_statistic_bounds(sorted_data, lower, upper, rank, pieces):
     # U_l = x_(r+l) (or the domain end), L_l = x_(r-l). Swapping the l smallest
     # points to `upper` moves the rank-r element to x_(r+l). Beyond `pieces` the range cap
     # (Durfee 2025, Sec. 5.2) sets U = upper, L = lower.
+    # The rank (1..n, checked by the callers) is an argument, not part of the program: every rank of one data
+    # size and number of pieces shares one compiled program (a grid of quantiles compiles it once). Inside a
+    # release traced with its rank a constant, XLA folds the dynamic slices into static ones.
     n = sorted_data.shape[-1]
     pad = pieces + 1
     hi = jnp.full(sorted_data.shape[:-1] + (pad,), upper, jnp.float64)
     lo = jnp.full(sorted_data.shape[:-1] + (pad,), lower, jnp.float64)
     up_pad = jnp.concatenate([sorted_data, hi], axis=-1)
     low_pad = jnp.concatenate([lo, sorted_data], axis=-1)
-    up = jax.lax.slice_in_dim(up_pad, rank - 1, rank + pieces, axis=-1)
-    low = jnp.flip(jax.lax.slice_in_dim(low_pad, pad + rank - 1 - pieces, pad + rank, axis=-1), axis=-1)
+    up = jax.lax.dynamic_slice_in_dim(up_pad, rank - 1, pad, axis=-1)  # x_(r) .. x_(r+pieces), padded with upper
+    low = jnp.flip(jax.lax.dynamic_slice_in_dim(low_pad, rank, pad, axis=-1), axis=-1)  # x_(r) .. x_(r-pieces)
     # The last level always reaches the range (cap, Durfee 2025, Sec. 5.2).
     up = up.at[..., -1].set(upper)
     low = low.at[..., -1].set(lower)
