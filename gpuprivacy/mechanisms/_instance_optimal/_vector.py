@@ -74,9 +74,9 @@ def _shells(radii, global_sensitivity, a, d):
     # Q(d, .) at every shell's two radii, one scalar at a time (the same values): XLA:CPU compiles the incomplete
     # gamma's series and continued-fraction loops over a vector in about 3x the time of the scalar loops (0.25 s
     # against 0.09 s), and there are only 2 (K + 1) radii; under vmap each step still runs every trial at once.
-    radii_both = jnp.concatenate([rate * inner, rate * jnp.where(jnp.isinf(outer), 0.0, outer)])
-    q = jax.lax.map(lambda r: gammaincc(d, r), radii_both)
-    q_inner, q_outer = q[:K + 1], jnp.where(jnp.isinf(outer), 0.0, q[K + 1:])
+    tail = jnp.isinf(outer)  # the last shell, unbounded: Q(d, inf) = 0
+    q = jax.lax.map(lambda r: gammaincc(d, r), jnp.concatenate([rate * inner, rate * jnp.where(tail, 0.0, outer)]))
+    q_inner, q_outer = q[:K + 1], jnp.where(tail, 0.0, q[K + 1:])
     log_mass = (-levels * a + rate * inner + gammaln(d) - d * jnp.log(rate)
                 + jnp.log(jnp.maximum(q_inner - q_outer, 0.0)))
     log_mass = jnp.where(widths > 0, log_mass, -jnp.inf)
