@@ -67,6 +67,7 @@ SLOW_MODULES = {
     "tests/sweeps/test_every_mechanism_sweepable.py": 37,
     "tests/mechanisms/test_median.py": 35,
     "tests/mechanisms/test_order_statistic_levels.py": 12,
+    "tests/test_threefry.py": 15,
     "tests/oracle/test_confinement.py": 31,
     "tests/test_doctests.py": 31,
     "tests/sweeps/test_exact_errors.py": 31,

@@ -25,7 +25,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # 0: shared private helpers
     ("_config", "_typing", "_checks", "_compat", "_rounding", "_progress", "_version", "_search", "_sort", "_numpy_ffi",
      "_memory",
-     "_plots", "_lru", "_names", "_chunked_vmap"),
+     "_plots", "_lru", "_names", "_chunked_vmap", "_threefry"),
     ("accounting", "noise", "subsets", "datasets"),  # 1: primitives
     ("oracle", "designs"),  # 2: oracle access and query designs (on subsets)
     ("mechanisms",),  # 3

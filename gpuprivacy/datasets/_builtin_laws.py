@@ -10,6 +10,7 @@ import jax
 import jax.numpy as jnp
 import mpmath
 
+from gpuprivacy import _threefry as threefry
 from gpuprivacy._checks import check_nonnegative, check_positive, check_probability, is_tracer
 from gpuprivacy.datasets._distributions import Distribution, register_distribution
 
@@ -25,7 +26,7 @@ def _normal_quantile(q, loc, scale):
 
 
 def _normal_sampler(key, shape, *, loc, scale):
-    return loc + scale * jax.random.normal(key, shape, jnp.float64)
+    return loc + scale * threefry.normal(key, shape, jnp.float64)
 
 
 def _check_uniform(*, low, high):
@@ -35,11 +36,11 @@ def _check_uniform(*, low, high):
 
 
 def _uniform_sampler(key, shape, *, low, high):
-    return low + (high - low) * jax.random.uniform(key, shape, jnp.float64)
+    return low + (high - low) * threefry.uniform(key, shape, jnp.float64)
 
 
 def _laplace_sampler(key, shape, *, loc, scale):
-    return loc + scale * jax.random.laplace(key, shape, jnp.float64)
+    return loc + scale * threefry.laplace(key, shape, jnp.float64)
 
 
 def _laplace_quantile(q, loc, scale):
@@ -63,7 +64,7 @@ def _check_lognormal(*, mu, sigma):
 
 
 def _lognormal_sampler(key, shape, *, mu, sigma):
-    return jnp.exp(mu + sigma * jax.random.normal(key, shape, jnp.float64))
+    return jnp.exp(mu + sigma * threefry.normal(key, shape, jnp.float64))
 
 
 def _lognormal_quantile(q, mu, sigma):
@@ -81,9 +82,9 @@ def _student_t_sampler(key, shape, *, df, loc, scale):
     # drawn directly: radius^2 W ~ U(0, 1] and angle 2 pi U, so T = cos(2 pi U) sqrt(df (W^(-2/df) - 1)) exactly.
     # Loop-free (jax.random.t goes through a rejection gamma sampler that is slow to compile); sqrt(df) e^(L/2)
     # sqrt(-expm1(-L)) with L = -(2/df) log W is the same value, accurate as W -> 1 and finite up to L = 1418.
-    key_angle, key_radius = jax.random.split(key)
-    angle = jnp.cos(2 * jnp.pi * jax.random.uniform(key_angle, shape, jnp.float64))
-    radius2 = 1.0 - jax.random.uniform(key_radius, shape, jnp.float64)  # (0, 1]
+    key_angle, key_radius = threefry.split(key)
+    angle = jnp.cos(2 * jnp.pi * threefry.uniform(key_angle, shape, jnp.float64))
+    radius2 = 1.0 - threefry.uniform(key_radius, shape, jnp.float64)  # (0, 1]
     power = -(2.0 / df) * jnp.log(radius2)
     t = angle * jnp.sqrt(df) * jnp.exp(0.5 * power) * jnp.sqrt(-jnp.expm1(-power))
     return loc + scale * t
@@ -121,9 +122,9 @@ def _check_mixture(*, weight, loc1, scale1, loc2, scale2):
 
 
 def _mixture_sampler(key, shape, *, weight, loc1, scale1, loc2, scale2):
-    key_component, key_normal = jax.random.split(key)
-    first = jax.random.uniform(key_component, shape, jnp.float64) < weight
-    z = jax.random.normal(key_normal, shape, jnp.float64)
+    key_component, key_normal = threefry.split(key)
+    first = threefry.uniform(key_component, shape, jnp.float64) < weight
+    z = threefry.normal(key_normal, shape, jnp.float64)
     return jnp.where(first, loc1 + scale1 * z, loc2 + scale2 * z)
 
 
@@ -162,11 +163,11 @@ def _check_lower_bound(*, min_density, radius, median_bound, shift):
 
 def _lower_bound_sampler(key, shape, *, min_density, radius, median_bound, shift):
     # The same three uniforms, in the same roles, as gpuprivacy.reproduce's sample_data: side, component, position.
-    key_side, key_component, key_position = jax.random.split(key, 3)
+    key_side, key_component, key_position = threefry.split(key, 3)
     atom = radius + median_bound
-    atoms = jnp.where(jax.random.uniform(key_side, shape, jnp.float64) < 0.5, -atom, atom)
-    central = jax.random.uniform(key_component, shape, jnp.float64) < 2 * min_density * radius
-    position = shift - radius + 2 * radius * jax.random.uniform(key_position, shape, jnp.float64)
+    atoms = jnp.where(threefry.uniform(key_side, shape, jnp.float64) < 0.5, -atom, atom)
+    central = threefry.uniform(key_component, shape, jnp.float64) < 2 * min_density * radius
+    position = shift - radius + 2 * radius * threefry.uniform(key_position, shape, jnp.float64)
     return jnp.where(central, position, atoms)
 
 
@@ -185,15 +186,15 @@ def _check_scores_gap(*, gap, noise_scale):
 
 
 def _scores_gap_sampler(key, shape, *, gap, noise_scale):
-    key_best, key_noise = jax.random.split(key)
+    key_best, key_noise = threefry.split(key)
     *rows, num_candidates = shape
     best = jax.random.randint(key_best, (*rows, 1), 0, max(num_candidates, 1), jnp.int32)
     planted = jax.lax.broadcasted_iota(jnp.int32, shape, len(shape) - 1) == best
-    return jnp.where(planted, gap, 0.0) + noise_scale * jax.random.normal(key_noise, shape, jnp.float64)
+    return jnp.where(planted, gap, 0.0) + noise_scale * threefry.normal(key_noise, shape, jnp.float64)
 
 
 def _scores_uniform_sampler(key, shape):
-    return jax.random.uniform(key, shape, jnp.float64)
+    return threefry.uniform(key, shape, jnp.float64)
 
 
 _JKB1 = "Johnson, Kotz & Balakrishnan 1994, Continuous Univariate Distributions Vol. 1"

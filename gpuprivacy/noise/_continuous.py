@@ -22,8 +22,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from gpuprivacy import _threefry as threefry
 from gpuprivacy._checks import check_key
 from gpuprivacy._typing import Array, Key
+from gpuprivacy._threefry import bits
 from gpuprivacy.noise._validate import check_float_dtype, check_shape
 
 # Bits of the sign-free float layout: (word dtype, mantissa bits, exponent bias).
@@ -38,9 +40,11 @@ def random_words(key: Key, count: int, shape: tuple[int, ...], dtype: np.dtype) 
 
     The words are uint64 for float64 and uint32 for float32. Kernels draw all
     their bits with this one call: each ``jax.random`` call site compiles its
-    own copy of the PRNG, and compile time dominates small samples.
+    own copy of the PRNG, and compile time dominates small samples. The words
+    are ``jax.random.bits``'s, hashed as one flat vector under ``vmap``
+    (:func:`gpuprivacy._threefry.bits`).
     """
-    return jax.random.bits(key, (count, *shape), _LAYOUT[np.dtype(dtype)][0])
+    return bits(key, (count, *shape), _LAYOUT[np.dtype(dtype)][0])
 
 
 def uniform_from_words(mantissa_word: Array, binade_word: Array, dtype: np.dtype) -> Array:
@@ -150,7 +154,7 @@ def gaussian(key: Key, shape: tuple[int, ...] = (), dtype=None) -> Array:
         Dwork & Roth, `The Algorithmic Foundations of Differential Privacy
         <https://doi.org/10.1561/0400000042>`_, 2014, App. A (the Gaussian mechanism).
     """
-    return jax.random.normal(check_key(key), check_shape(shape), check_float_dtype(dtype))
+    return threefry.normal(check_key(key), check_shape(shape), check_float_dtype(dtype))
 
 
 def gumbel(key: Key, shape: tuple[int, ...] = (), dtype=None) -> Array:
@@ -181,7 +185,7 @@ def gumbel(key: Key, shape: tuple[int, ...] = (), dtype=None) -> Array:
         Pay-what-you-get Composition <https://arxiv.org/abs/1905.04273>`_,
         NeurIPS 2019 (Gumbel noise and the exponential mechanism).
     """
-    return jax.random.gumbel(check_key(key), check_shape(shape), check_float_dtype(dtype), mode="high")
+    return threefry.gumbel(check_key(key), check_shape(shape), check_float_dtype(dtype))
 
 
 def exponential(key: Key, shape: tuple[int, ...] = (), dtype=None) -> Array:

@@ -7,6 +7,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from gpuprivacy import _threefry as threefry
 from gpuprivacy._checks import check_epsilon, check_key, epsilon_ok, fail_closed
 from gpuprivacy._config import require_x64
 from gpuprivacy._sort import sort
@@ -57,7 +58,7 @@ def laplace_median(key: Key, data: Any, *, epsilon: float, lower: float, upper: 
 def _laplace_median(key, x, epsilon, lower, upper):
     n = x.shape[0]
     med = sort(x)[(n + 1) // 2 - 1]
-    noise = jax.random.laplace(key, (), jnp.float64)
+    noise = threefry.laplace(key, (), jnp.float64)
     return jnp.clip(med + (upper - lower) / epsilon * noise, lower, upper), med
 
 

@@ -40,6 +40,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
+from gpuprivacy import _threefry as threefry
 from gpuprivacy._checks import (CAUCHY_TAIL, LAPLACE_TAIL, check_delta, check_epsilon, check_int, check_key,
                                 check_noise_scale, epsilon_ok)
 from gpuprivacy._config import require_x64
@@ -134,7 +135,7 @@ def _smooth_release(key, x, alpha, beta, lower, upper, rank, max_distance, noise
     if noise == "cauchy":
         z = jax.random.cauchy(key, (), jnp.float64)
     else:
-        z = jax.random.laplace(key, (), jnp.float64)
+        z = threefry.laplace(key, (), jnp.float64)
     scale = smooth / alpha
     return Release(median + scale * z, SmoothSensitivityInfo(beta, smooth, scale, median))
 

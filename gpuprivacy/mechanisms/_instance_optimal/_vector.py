@@ -35,6 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import gammaincc, gammaln, logsumexp
 
+from gpuprivacy import _threefry as threefry
 from gpuprivacy._checks import check_epsilon, check_key, check_noise_scale, check_positive, is_tracer, epsilon_ok
 from gpuprivacy._config import require_x64
 from gpuprivacy._typing import Key
@@ -85,9 +86,9 @@ def _shells(radii, global_sensitivity, a, d):
 
 def _direction(key, d, norm):
     if norm == "l1":
-        g = jax.random.laplace(key, (d,), jnp.float64)
+        g = threefry.laplace(key, (d,), jnp.float64)
         return g / jnp.sum(jnp.abs(g))
-    g = jax.random.normal(key, (d,), jnp.float64)
+    g = threefry.normal(key, (d,), jnp.float64)
     return g / jnp.linalg.norm(g)
 
 
@@ -96,12 +97,12 @@ def _vector_release(key, center, radii, global_sensitivity, epsilon, norm):
     d = center.shape[0]
     a = 0.5 * epsilon
     inner, outer, rate, _, log_mass, q_inner, q_outer = _shells(radii, global_sensitivity, a, float(d))
-    k_shell, k_radius, k_direction = jax.random.split(key, 3)
+    k_shell, k_radius, k_direction = threefry.split(key, 3)
     weights = jnp.exp(log_mass - jnp.max(log_mass))
     cumulative = jnp.cumsum(weights)
-    j = jnp.minimum(jnp.searchsorted(cumulative, jax.random.uniform(k_shell, (), jnp.float64) * cumulative[-1],
+    j = jnp.minimum(jnp.searchsorted(cumulative, threefry.uniform(k_shell, (), jnp.float64) * cumulative[-1],
                                      side="right"), log_mass.shape[0] - 1)
-    u = jax.random.uniform(k_radius, (), jnp.float64)
+    u = threefry.uniform(k_radius, (), jnp.float64)
     lam, lo_r = rate[j], inner[j]
     target = q_inner[j] - u * (q_inner[j] - q_outer[j])
     # Finite bracket for the tail shell: Q(d, .) falls by e^{-(2d+60)} beyond it (float64 resolution).

@@ -19,6 +19,7 @@ import jax.numpy as jnp
 import mpmath
 import numpy as np
 
+from gpuprivacy import _threefry as threefry
 from gpuprivacy._checks import (
     all_ok,
     epsilon_ok,
@@ -195,9 +196,9 @@ def _shortcut(key, data, n, index, scale, cap_e, support, flat):
     logits = jnp.stack([jnp.log(jnp.maximum(m - flat + support, 0.0)) - cap_e,
                         math.log(2.0) - jnp.log(lam) + jnp.log(-jnp.expm1(-cap_e)),
                         jnp.log(jnp.maximum(support - m - flat, 0.0)) - cap_e])
-    k1, k2, k3 = jax.random.split(key, 3)
+    k1, k2, k3 = threefry.split(key, 3)
     piece = jax.random.categorical(k1, logits)
-    u = jax.random.uniform(k2, dtype=jnp.float64)
+    u = threefry.uniform(k2, (), jnp.float64)
     sign = jnp.where(jax.random.bernoulli(k3), 1.0, -1.0)
     centre = m + sign * (-jnp.log1p(u * jnp.expm1(-cap_e)) / lam)
     left = -support + u * (m - flat + support)

@@ -11,6 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from gpuprivacy import _threefry as threefry
 from gpuprivacy._checks import check_epsilon, check_positive
 from gpuprivacy._config import require_x64
 from gpuprivacy._typing import Array, Key, Scores
@@ -42,8 +43,8 @@ def _uniform_permutation(key: Key, num_candidates: int) -> Array:
     positions = jnp.arange(num_candidates, dtype=jnp.uint64)
     order = jnp.arange(num_candidates, dtype=jnp.int32)
     for _ in range(_shuffle_rounds(num_candidates)):
-        key, subkey = jax.random.split(key)
-        sort_keys = jax.random.bits(subkey, (num_candidates,), jnp.uint32)
+        key, subkey = threefry.split(key)
+        sort_keys = threefry.bits(subkey, (num_candidates,), jnp.uint32)
         words = jax.lax.sort((sort_keys.astype(jnp.uint64) << 32) | positions)
         order = order[(words & 0xFFFFFFFF).astype(jnp.int32)]
     return order
@@ -51,7 +52,7 @@ def _uniform_permutation(key: Key, num_candidates: int) -> Array:
 
 def _permute_and_flip_kernel(key: Key, scores: Array, scale: Array) -> tuple[Array, SelectionInfo]:
     scores = sanitize(scores)
-    permutation_key, coin_key = jax.random.split(key)
+    permutation_key, coin_key = threefry.split(key)
     order = _uniform_permutation(permutation_key, scores.shape[0])
     # McKenna & Sheldon (arXiv 2010.12603), Alg. 1: visit candidates in random
     # order and stop at the first heads of a coin with

@@ -16,6 +16,7 @@ import jax.numpy as jnp
 import mpmath
 import numpy as np
 
+from gpuprivacy import _threefry as threefry
 from gpuprivacy._checks import (
     check_epsilon,
     check_int,
@@ -361,7 +362,7 @@ def double_monotonization(key: Key, data, *, oracle_fn, r: float, c: float, epsi
     tau = double_monotonization_tau(r=r, c=c, epsilon=epsilon, beta=beta)
     cap = plan_cap(n, max_depth)
     ps.plan_queries(n, cap, max_queries=max_queries, what="double_monotonization")
-    level_key, out_key = jax.random.split(key)
+    level_key, out_key = threefry.split(key)
     offset = float(2 / mpmath.mpf(epsilon) * mpmath.log(2 / mpmath.mpf(beta)))
     w = n + _dm_noise(level_key, epsilon)
     low = clamp_int(jnp.floor(w - tau - offset))

@@ -16,6 +16,7 @@ import jax.numpy as jnp
 import mpmath
 import numpy as np
 
+from gpuprivacy import _threefry as threefry
 from gpuprivacy._checks import check_epsilon, check_int, check_key, check_probability
 from gpuprivacy._typing import Array, Key
 from gpuprivacy._rounding import divide_up, float_up
@@ -203,7 +204,7 @@ def sens_o_matic(key: Key, data, *, oracle_fn, grid, epsilon: float, beta: float
     lam_s, lam = sens_o_matic_depths(epsilon=epsilon, beta=beta, grid_size=k)
     cap = plan_cap(n, max_depth)
     plan_queries(n, cap, max_queries=max_queries, what="sens_o_matic")  # before any noise (P6)
-    level_key, out_key = jax.random.split(key)
+    level_key, out_key = threefry.split(key)
     depth = _som_depth(level_key, lam, divide_up(2, epsilon))
     known_depth = concrete_int(depth)
     grid_device = jnp.asarray(y)

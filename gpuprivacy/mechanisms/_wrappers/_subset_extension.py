@@ -25,6 +25,7 @@ import jax
 import jax.numpy as jnp
 import mpmath
 
+from gpuprivacy import _threefry as threefry
 from gpuprivacy._checks import (
     check_delta,
     check_epsilon,
@@ -194,7 +195,7 @@ def proxy_t(values: Array, n: int, low, tau: int):
 
 def _se_kernel(cache, key, depth, *, tau, eps0, q):
     n, values = cache.n, cache.values
-    test_key, noise_key = jax.random.split(key)
+    test_key, noise_key = threefry.split(key)
     low = n - depth
     t_shifted, m = proxy_t(values, n, low, tau)
     r1 = truncated_laplace(test_key, -tau * eps0, tau * eps0) * (2.0 / eps0)  # TruncLap(2/eps0, 2 tau)
@@ -263,7 +264,7 @@ def subset_extension(key: Key, data, *, oracle_fn, c: float, epsilon: float, del
     eps0 = epsilon / 3
     cap = min((q + 1) * tau, n)
     ps.plan_queries(n, cap, max_queries=max_queries, what="subset_extension")
-    level_key, out_key = jax.random.split(key)
+    level_key, out_key = threefry.split(key)
     depth = _se_depth(level_key, tau=tau, eps0=eps0, q=q)
     known_depth = concrete_int(depth)
     eval_depth = cap if known_depth is None else min(known_depth, cap)
@@ -278,7 +279,7 @@ def subset_extension(key: Key, data, *, oracle_fn, c: float, epsilon: float, del
 
 def _tahoe_kernel(cache, key, depth_key, *, tau, eps0):
     n, values = cache.n, cache.values
-    h_key, noise_key = jax.random.split(key)
+    h_key, noise_key = threefry.split(key)
     r1 = truncated_laplace(depth_key, -tau * eps0, tau * eps0) / eps0
     level = n - 5 * tau - r1  # released, real; "size >= l" means size >= ceil(l)
     low = jnp.ceil(level).astype(jnp.int64)
@@ -344,7 +345,7 @@ def tahoe(key: Key, data, *, oracle_fn, c: float, epsilon: float, delta: float, 
     check_noise_scale(36.0 * tau * c, epsilon, what="tahoe")
     cap = min(math.floor(6 * tau) + 1, n)
     ps.plan_queries(n, cap, max_queries=max_queries, what="tahoe")
-    depth_key, out_key = jax.random.split(key)
+    depth_key, out_key = threefry.split(key)
     cache = build_cache(oracle_fn, data, depth=cap, cap=cap, capacity=capacity, max_queries=max_queries,
                         chunk_size=chunk_size, progress=progress, sanitise=lambda v: sanitise_real(v, scale=c),
                         fill=jnp.float64(0.0), regime="powerset")
