@@ -74,9 +74,8 @@ def test_the_traced_kernel_builds_the_overflow_pass_only_when_rows_can_overflow(
     from gpuprivacy.mechanisms._median._config import median_config
 
     built = []
-    full_table = kernels._full_table
-    monkeypatch.setattr(kernels, "_full_table", lambda s, cfg, size, eps: built.append(size) or full_table(s, cfg,
-                                                                                                          size, eps))
+    full_rows = kernels._full_rows
+    monkeypatch.setattr(kernels, "_full_rows", lambda s, cfg, size: built.append(size) or full_rows(s, cfg, size))
     x = jax.numpy.asarray(spread())
     for max_rows, sizes in ((64, "cap only"), (1, "cap and overflow")):
         cfg = median_config(N, **SPREAD_PARAMS, max_rows=max_rows)

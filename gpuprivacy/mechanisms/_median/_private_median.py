@@ -84,12 +84,17 @@ def _single_row_table(s, cfg, epsilon):
     return piece_table(zero, m[None], m[None], jnp.ones((1,), bool), m, cfg, epsilon)
 
 
-def _full_table(s, cfg, size, epsilon):
+def _full_rows(s, cfg, size):
+    """The envelope's Pareto rows ``(k, lo, hi, valid)`` padded to ``size``, their count and k0."""
     exists, lo, hi = hull_rows(s, cfg)
     keep, k0 = pareto_keep(exists, lo, hi, cfg)
     index, rows_lo, rows_hi, valid, count = compact_rows(keep, lo, hi, size)
-    table = piece_table(index.astype(jnp.int64), rows_lo, rows_hi, valid, s[cfg.median_index - 1], cfg, epsilon)
-    return table, count, k0
+    return (index.astype(jnp.int64), rows_lo, rows_hi, valid), count, k0
+
+
+def _full_table(s, cfg, size, epsilon):
+    rows, count, k0 = _full_rows(s, cfg, size)
+    return piece_table(*rows, s[cfg.median_index - 1], cfg, epsilon), count, k0
 
 
 def sample_pieces(key, table: PieceTable, cfg: MedianConfig):
@@ -115,38 +120,40 @@ TRACED_OVERFLOW_ROWS = 2048
 
 
 def _route_tables(s, cfg, include_overflow, epsilon):
-    """(route, table, P, k0); the routes as conds (a select under vmap).
+    """(route, table, P, k0); the routes as conds (a select under vmap) over the envelope's rows.
 
-    Tables are padded at the end; padding has -inf mass and does not change the draw, so every
-    route and the batched driver (unpadded tables) give the same values for the same keys.
+    Each route gives rows padded to one size (the fast path: row 0 alone, the flattened Laplace at the median;
+    padding rows are invalid), and one piece table is built from them after the conds: a program holds one copy
+    of the table's code, not one per route. A table's pieces are those of its valid rows followed by pieces of
+    zero length (-inf mass), which never change the draw, so every route and the batched driver (unpadded
+    tables) give the same values for the same keys.
     """
     size = cfg.full_rows if include_overflow else cfg.max_rows
+    median = s[cfg.median_index - 1]
+
+    def pad_rows(rows):
+        extra = size - rows[0].shape[0]
+        if extra == 0:
+            return rows
+        return tuple(jnp.concatenate([a, jnp.zeros((extra,), a.dtype)]) for a in rows)
 
     def fast_branch(s):
-        return _pad_table(_single_row_table(s, cfg, epsilon), size), jnp.int64(1), jnp.int64(0)
+        row = (jnp.zeros((1,), jnp.int64), median[None], median[None], jnp.ones((1,), bool))
+        return pad_rows(row), jnp.int64(1), jnp.int64(0)
 
     def slow_branch(s):
-        table, count, k0 = _full_table(s, cfg, cfg.max_rows, epsilon)
+        rows, count, k0 = _full_rows(s, cfg, cfg.max_rows)
         if not include_overflow or cfg.max_rows == cfg.full_rows:
             # No overflow when the cap already holds every row that can survive (``median_config`` caps
             # ``max_rows`` at ``full_rows``): the overflow pass would be dead code, compiled for nothing.
-            return table, count, k0
-        return jax.lax.cond(count > cfg.max_rows, lambda _: _full_table(s, cfg, size, epsilon),
-                            lambda _: (_pad_table(table, size), count, k0), None)
+            return rows, count, k0
+        return jax.lax.cond(count > cfg.max_rows, lambda _: _full_rows(s, cfg, size),
+                            lambda _: (pad_rows(rows), count, k0), None)
 
     fast = certificate(s, cfg)
-    table, count, k0 = jax.lax.cond(fast, fast_branch, slow_branch, s)
+    rows, count, k0 = jax.lax.cond(fast, fast_branch, slow_branch, s)
     route = jnp.where(fast, ROUTE_FAST, jnp.where(count > cfg.max_rows, ROUTE_OVERFLOW, ROUTE_CAPPED))
-    return route, table, count, k0
-
-
-def _pad_table(table, size):
-    extra = 4 * (3 * size + 1) - table.left.shape[0]
-    if extra == 0:
-        return table
-    fills = dict(left=0.0, length=0.0, log_left=-jnp.inf, slope=0.0, log_mass=-jnp.inf)
-    return table._replace(**{name: jnp.concatenate([getattr(table, name), jnp.full((extra,), value)])
-                             for name, value in fills.items()})
+    return route, piece_table(*rows, median, cfg, epsilon), count, k0
 
 
 @functools.partial(jax.jit, static_argnames=("cfg", "include_overflow"))
