@@ -48,12 +48,19 @@ def _flat(key, size: int) -> bool:
             and str(jax.random.key_impl(key)) == "threefry2x32" and bool(jax.config.jax_threefry_partitionable))
 
 
-def _hash(key, size: int) -> tuple[Array, Array]:
-    """The two uint32 halves of the hashes of the counters ``0 .. size - 1`` under ``key``."""
+def _counters(key, size: int) -> tuple[Array, ...]:
+    """The hash's operands for the words ``0 .. size - 1`` of ``key``: the key's two halves, and the counters, the
+    row-major indices as 64-bit numbers in two halves (high: 0 here, low)."""
     data = jax.random.key_data(key)
-    k1, k2 = jnp.broadcast_to(data[0], (size,)), jnp.broadcast_to(data[1], (size,))
-    # The counters are the row-major indices as 64-bit numbers, in two halves: high (0 here), low.
-    return _threefry(k1, k2, jnp.zeros((size,), jnp.uint32), jnp.arange(size, dtype=jnp.uint32))
+    return (jnp.broadcast_to(data[0], (size,)), jnp.broadcast_to(data[1], (size,)), jnp.zeros((size,), jnp.uint32),
+            jnp.arange(size, dtype=jnp.uint32))
+
+
+def _words(high: Array, low: Array, dtype) -> Array:
+    """``jax.random.bits``'s words from the hash's two halves: uint64 ``high << 32 | low``, uint32 ``high ^ low``."""
+    if np.dtype(dtype) == np.dtype(np.uint64):
+        return (high.astype(jnp.uint64) << jnp.uint64(32)) | low.astype(jnp.uint64)
+    return high ^ low
 
 
 def bits(key: Key, shape: tuple[int, ...] = (), dtype=jnp.uint32) -> Array:
@@ -62,34 +69,63 @@ def bits(key: Key, shape: tuple[int, ...] = (), dtype=jnp.uint32) -> Array:
     size = math.prod(shape)
     if dtype not in (np.dtype(np.uint32), np.dtype(np.uint64)) or not _flat(key, size):
         return jax.random.bits(key, shape, dtype)
-    high, low = _hash(key, size)
-    if dtype == np.dtype(np.uint64):
-        words = (high.astype(jnp.uint64) << jnp.uint64(32)) | low.astype(jnp.uint64)
-    else:
-        words = high ^ low
-    return words.reshape(shape)
+    return _words(*_threefry(*_counters(key, size)), dtype).reshape(shape)
 
 
 def split(key: Key, num: int = 2) -> Array:
     """``jax.random.split(key, num)``."""
     if not _flat(key, num):
         return jax.random.split(key, num)
-    high, low = _hash(key, num)
+    high, low = _threefry(*_counters(key, num))
     return jax.random.wrap_key_data(jnp.stack([high, low], axis=1), impl=jax.random.key_impl(key))
 
 
-def _unit_floats(key, shape, dtype) -> Array:
+def _word_dtype(dtype):
+    return np.dtype(np.uint64) if dtype == np.dtype(np.float64) else np.dtype(np.uint32)
+
+
+def _unit_floats(words: Array, dtype) -> Array:
     """The floats of ``jax.random.uniform`` on [0, 1) before scaling: a word's top mantissa bits under the
     exponent of 1.0 (a float in [1, 2)), less 1."""
-    word = np.dtype(np.uint64) if dtype == np.dtype(np.float64) else np.dtype(np.uint32)
-    mantissa = jax.lax.shift_right_logical(bits(key, shape, word),
-                                           jnp.asarray(8 * word.itemsize - np.finfo(dtype).nmant, word))
+    word = _word_dtype(dtype)
+    mantissa = jax.lax.shift_right_logical(words, jnp.asarray(8 * word.itemsize - np.finfo(dtype).nmant, word))
     one = jnp.asarray(np.array(1.0, dtype).view(word), word)
     return jax.lax.bitcast_convert_type(mantissa | one, dtype) - jnp.asarray(1.0, dtype)
 
 
-def _floats(dtype, shape) -> bool:
+def _symmetric_unit(floats: Array, dtype) -> Array:
+    """``jax.random``'s uniform on [lo, 1), lo = -1 + epsneg, of its normals and Laplaces: ``floats * (1 - lo)
+    + lo``, where ``1 - lo`` rounds to exactly 2 (a tie, to even), so the product is exact and the sum rounds
+    once, fused or not."""
+    lo = np.nextafter(np.array(-1.0, dtype), np.array(0.0, dtype), dtype=dtype)
+    return jax.lax.max(jnp.asarray(lo, dtype), floats * jnp.asarray(2.0, dtype) + lo)
+
+
+def _normal(floats: Array, dtype) -> Array:
+    """sqrt(2) erfinv(U), U uniform on [lo, 1)."""
+    return jax.lax.mul(jnp.asarray(np.sqrt(2), dtype), jax.lax.erf_inv(_symmetric_unit(floats, dtype)))
+
+
+def _laplace(floats: Array, dtype) -> Array:
+    """sign(U) log1p(-|U|), U uniform on [lo, 1)."""
+    u = _symmetric_unit(floats, dtype)
+    return jax.lax.mul(jax.lax.sign(u), jax.lax.log1p(jax.lax.neg(jax.lax.abs(u))))
+
+
+# jax.random's floats from the unit floats of its words.
+_TRANSFORMS = {"uniform": lambda floats, dtype: floats, "normal": _normal, "laplace": _laplace}
+_JAX_RANDOM = {"uniform": jax.random.uniform, "normal": jax.random.normal, "laplace": jax.random.laplace}
+
+
+def _floats(dtype) -> bool:
     return dtype in (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _draw(kind: str, key, shape, dtype) -> Array:
+    dtype, shape = np.dtype(dtype), tuple(shape)
+    if not _floats(dtype) or not _flat(key, math.prod(shape)):
+        return _JAX_RANDOM[kind](key, shape, dtype)
+    return _TRANSFORMS[kind](_unit_floats(bits(key, shape, _word_dtype(dtype)), dtype), dtype)
 
 
 def uniform(key: Key, shape: tuple[int, ...] = (), dtype=jnp.float64) -> Array:
@@ -98,35 +134,35 @@ def uniform(key: Key, shape: tuple[int, ...] = (), dtype=jnp.float64) -> Array:
     Only the unit interval: ``jax.random.uniform`` scales by ``maxval - minval`` and adds ``minval`` inside its
     own program, where XLA may contract the two into one fused multiply-add; scale the result instead.
     """
-    dtype, shape = np.dtype(dtype), tuple(shape)
-    if not _floats(dtype, shape) or not _flat(key, math.prod(shape)):
-        return jax.random.uniform(key, shape, dtype)
-    return _unit_floats(key, shape, dtype)
-
-
-def _symmetric_unit(key, shape, dtype) -> Array:
-    """``jax.random``'s uniform on [lo, 1), lo = -1 + epsneg, of its normals and Laplaces: ``floats * (1 - lo)
-    + lo``, where ``1 - lo`` rounds to exactly 2 (a tie, to even), so the product is exact and the sum rounds
-    once, fused or not."""
-    lo = np.nextafter(np.array(-1.0, dtype), np.array(0.0, dtype), dtype=dtype)
-    return jax.lax.max(jnp.asarray(lo, dtype), _unit_floats(key, shape, dtype) * jnp.asarray(2.0, dtype) + lo)
+    return _draw("uniform", key, shape, dtype)
 
 
 def normal(key: Key, shape: tuple[int, ...] = (), dtype=jnp.float64) -> Array:
     """``jax.random.normal(key, shape, dtype)``, float32 or float64: sqrt(2) erfinv(U), U uniform on (-1, 1)."""
-    dtype, shape = np.dtype(dtype), tuple(shape)
-    if not _floats(dtype, shape) or not _flat(key, math.prod(shape)):
-        return jax.random.normal(key, shape, dtype)
-    return jax.lax.mul(jnp.asarray(np.sqrt(2), dtype), jax.lax.erf_inv(_symmetric_unit(key, shape, dtype)))
+    return _draw("normal", key, shape, dtype)
 
 
 def laplace(key: Key, shape: tuple[int, ...] = (), dtype=jnp.float64) -> Array:
     """``jax.random.laplace(key, shape, dtype)``, float32 or float64: sign(U) log1p(-|U|), U uniform on (-1, 1)."""
-    dtype, shape = np.dtype(dtype), tuple(shape)
-    if not _floats(dtype, shape) or not _flat(key, math.prod(shape)):
-        return jax.random.laplace(key, shape, dtype)
-    u = _symmetric_unit(key, shape, dtype)
-    return jax.lax.mul(jax.lax.sign(u), jax.lax.log1p(jax.lax.neg(jax.lax.abs(u))))
+    return _draw("laplace", key, shape, dtype)
+
+
+def draws(*requests: tuple[str, Key, tuple[int, ...]]) -> list[Array]:
+    """Several float64 draws ``(kind, key, shape)``, kind ``"uniform"``, ``"normal"`` or ``"laplace"``, from one
+    hash: the values of :func:`uniform`, :func:`normal` and :func:`laplace` called one by one.
+
+    Each call of the hash is a loop XLA compiles on its own (0.04-0.05 s on a CPU, under ``vmap`` or not); a
+    release that draws from several keys (split from one) compiles one hash for all of its draws.
+    """
+    f64 = np.dtype(np.float64)
+    sizes = [math.prod(shape) for _, _, shape in requests]
+    if not all(_flat(key, size) for (_, key, _), size in zip(requests, sizes)) or sum(sizes) >= 2**32:
+        return [_draw(kind, key, shape, f64) for kind, key, shape in requests]
+    operands = [_counters(key, size) for (_, key, _), size in zip(requests, sizes)]
+    high, low = _threefry(*(jnp.concatenate(parts) for parts in zip(*operands)))
+    words = jnp.split(_words(high, low, np.uint64), np.cumsum(sizes)[:-1])
+    return [_TRANSFORMS[kind](_unit_floats(w, f64), f64).reshape(shape)
+            for (kind, _, shape), w in zip(requests, words)]
 
 
 def gumbel(key: Key, shape: tuple[int, ...] = (), dtype=jnp.float64) -> Array:
@@ -134,7 +170,7 @@ def gumbel(key: Key, shape: tuple[int, ...] = (), dtype=jnp.float64) -> Array:
     dtype, shape = np.dtype(dtype), tuple(shape)
     if dtype != np.dtype(np.float64) or not _flat(key, 2 * math.prod(shape)):
         return jax.random.gumbel(key, shape, dtype, mode="high")
-    high, low = _unit_floats(key, (2, *shape), dtype)
+    high, low = _unit_floats(bits(key, (2, *shape), np.uint64), dtype)
     info = np.finfo(dtype)
     x = jnp.where(high >= 0.5, high, high + 2.0 ** -info.nmant * low + info.tiny)
     return -jnp.log(-jnp.log1p(-x))

@@ -100,3 +100,21 @@ def test_other_keys_and_settings_go_to_jax_random():
                        jax.vmap(lambda k: jax.random.gumbel(k, (3,), mode="high"))(KEYS))
     finally:
         jax.config.update("jax_threefry_partitionable", previous)
+
+
+def test_several_draws_from_one_hash_are_the_draws_one_by_one():
+    def together(key):
+        a, b, c = threefry.split(key, 3)
+        return threefry.draws(("uniform", a, ()), ("normal", b, (3,)), ("laplace", c, (2, 2)))
+
+    def one_by_one(key):
+        a, b, c = threefry.split(key, 3)
+        return [threefry.uniform(a, ()), threefry.normal(b, (3,)), threefry.laplace(c, (2, 2))]
+
+    for run in (lambda f: f(KEYS[0]), lambda f: jax.jit(jax.vmap(f))(KEYS)):
+        for ours, theirs in zip(run(together), run(one_by_one)):
+            _bitwise_equal(ours, theirs)
+    # The split's hash and one for the three draws, where one by one there are four.
+    hashes = [len(re.findall(r"call @threefry2x32", jax.jit(jax.vmap(f)).lower(KEYS).as_text()))
+              for f in (together, one_by_one)]
+    assert hashes == [2, 4], hashes

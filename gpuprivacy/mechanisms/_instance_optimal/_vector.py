@@ -62,8 +62,10 @@ class VectorInfo(NamedTuple):
     valid: jax.Array = True
 
 
-def _shells(radii, global_sensitivity, a, d):
-    """Inner radii A, outer radii B, rates, levels and log-masses of the K shells + the tail shell."""
+def _shell_radii(radii, global_sensitivity, a):
+    """Inner radii A, outer radii B, widths, rates and levels of the K shells + the tail shell (B = inf), and the
+    2 (K + 1) arguments of Q the shells' masses need: ``rate * A`` of each, then ``rate * B`` (0 for the tail,
+    where Q(d, inf) = 0 is used instead)."""
     cumulative = jnp.concatenate([jnp.zeros(1), jnp.cumsum(radii)])
     K = radii.shape[0]
     inner = jnp.concatenate([cumulative[:-1], cumulative[-1:]])
@@ -72,23 +74,36 @@ def _shells(radii, global_sensitivity, a, d):
     levels = jnp.arange(1, K + 2, dtype=jnp.float64)
     safe = jnp.where(widths > 0, widths, 1.0)
     rate = a / safe
-    # Q(d, .) at every shell's two radii, one scalar at a time (the same values): XLA:CPU compiles the incomplete
-    # gamma's series and continued-fraction loops over a vector in about 3x the time of the scalar loops (0.25 s
-    # against 0.09 s), and there are only 2 (K + 1) radii; under vmap each step still runs every trial at once.
-    tail = jnp.isinf(outer)  # the last shell, unbounded: Q(d, inf) = 0
-    q = jax.lax.map(lambda r: gammaincc(d, r), jnp.concatenate([rate * inner, rate * jnp.where(tail, 0.0, outer)]))
-    q_inner, q_outer = q[:K + 1], jnp.where(tail, 0.0, q[K + 1:])
+    arguments = jnp.concatenate([rate * inner, rate * jnp.where(jnp.isinf(outer), 0.0, outer)])
+    return inner, outer, widths, rate, levels, arguments
+
+
+def _shell_masses(inner, outer, widths, rate, levels, a, d, q):
+    """Log-masses of the shells from ``q``, Q(d, .) at :func:`_shell_radii`'s arguments; and Q at each shell's
+    two radii."""
+    K1 = inner.shape[0]
+    q_inner, q_outer = q[:K1], jnp.where(jnp.isinf(outer), 0.0, q[K1:])
     log_mass = (-levels * a + rate * inner + gammaln(d) - d * jnp.log(rate)
                 + jnp.log(jnp.maximum(q_inner - q_outer, 0.0)))
-    log_mass = jnp.where(widths > 0, log_mass, -jnp.inf)
+    return jnp.where(widths > 0, log_mass, -jnp.inf), q_inner, q_outer
+
+
+def _shells(radii, global_sensitivity, a, d):
+    """Inner radii A, outer radii B, rates, levels and log-masses of the K shells + the tail shell."""
+    inner, outer, widths, rate, levels, arguments = _shell_radii(radii, global_sensitivity, a)
+    # Q(d, .) at every shell's two radii, one scalar at a time (the same values): XLA:CPU compiles the incomplete
+    # gamma's series and continued-fraction loops over a vector in about 3x the time of the scalar loops (0.25 s
+    # against 0.09 s), and there are only 2 (K + 1) radii.
+    q = jax.lax.map(lambda r: gammaincc(d, r), arguments)
+    log_mass, q_inner, q_outer = _shell_masses(inner, outer, widths, rate, levels, a, d, q)
     return inner, outer, rate, levels, log_mass, q_inner, q_outer
 
 
-def _direction(key, d, norm):
+def _direction(g, norm):
+    """A point of the unit L_p sphere from the cone measure: iid Laplace (p = 1) or Gaussian (p = 2) coordinates
+    ``g``, normalised."""
     if norm == "l1":
-        g = threefry.laplace(key, (d,), jnp.float64)
         return g / jnp.sum(jnp.abs(g))
-    g = threefry.normal(key, (d,), jnp.float64)
     return g / jnp.linalg.norm(g)
 
 
@@ -96,27 +111,46 @@ def _direction(key, d, norm):
 def _vector_release(key, center, radii, global_sensitivity, epsilon, norm):
     d = center.shape[0]
     a = 0.5 * epsilon
-    inner, outer, rate, _, log_mass, q_inner, q_outer = _shells(radii, global_sensitivity, a, float(d))
+    inner, outer, widths, rate, levels, arguments = _shell_radii(radii, global_sensitivity, a)
+    num_arguments = arguments.shape[0]
     k_shell, k_radius, k_direction = threefry.split(key, 3)
-    weights = jnp.exp(log_mass - jnp.max(log_mass))
-    cumulative = jnp.cumsum(weights)
-    j = jnp.minimum(jnp.searchsorted(cumulative, threefry.uniform(k_shell, (), jnp.float64) * cumulative[-1],
-                                     side="right"), log_mass.shape[0] - 1)
-    u = threefry.uniform(k_radius, (), jnp.float64)
-    lam, lo_r = rate[j], inner[j]
-    target = q_inner[j] - u * (q_inner[j] - q_outer[j])
-    # Finite bracket for the tail shell: Q(d, .) falls by e^{-(2d+60)} beyond it (float64 resolution).
-    hi_r = jnp.where(jnp.isinf(outer[j]), lo_r + (2.0 * d + 60.0) / lam, outer[j])
+    # The three keys' draws from one hash (each call site of the hash compiles on its own).
+    u_shell, u, g = threefry.draws(("uniform", k_shell, ()), ("uniform", k_radius, ()),
+                                   ("laplace" if norm == "l1" else "normal", k_direction, (d,)))
 
-    def bisect(_, bracket):
-        lo, hi = bracket
+    def choose_shell(q):
+        """The shell (by its mass) and, in it, the bracket and target of the radius's bisection on Q."""
+        log_mass, q_inner, q_outer = _shell_masses(inner, outer, widths, rate, levels, a, float(d), q)
+        weights = jnp.exp(log_mass - jnp.max(log_mass))
+        cumulative = jnp.cumsum(weights)
+        j = jnp.minimum(jnp.searchsorted(cumulative, u_shell * cumulative[-1], side="right"), log_mass.shape[0] - 1)
+        lam, lo_r = rate[j], inner[j]
+        target = q_inner[j] - u * (q_inner[j] - q_outer[j])
+        # Finite bracket for the tail shell: Q(d, .) falls by e^{-(2d+60)} beyond it (float64 resolution).
+        hi_r = jnp.where(jnp.isinf(outer[j]), lo_r + (2.0 * d + 60.0) / lam, outer[j])
+        return lam, target, lo_r, hi_r
+
+    # One loop, one incomplete gamma: its first 2 (K + 1) steps evaluate Q at the shells' radii, the next
+    # _BISECTION_STEPS bisect the chosen shell's radius. Two loops (the shells', the bisection's) held two copies
+    # of Q's series and continued fraction, which XLA:CPU compiles over the trials' vector in 0.16 s each.
+    def step(i, carry):
+        q, lam, target, lo, hi = carry
+        lam, target, lo, hi = jax.lax.cond(i == num_arguments, lambda _: choose_shell(q),
+                                           lambda _: (lam, target, lo, hi), None)
         mid = 0.5 * (lo + hi)
-        above = gammaincc(float(d), lam * mid) > target  # Q decreasing in r: the root lies above mid
-        return jnp.where(above, mid, lo), jnp.where(above, hi, mid)
+        shells = i < num_arguments
+        value = gammaincc(float(d), jnp.where(shells, arguments[jnp.minimum(i, num_arguments - 1)], lam * mid))
+        q = jnp.where(shells, q.at[jnp.minimum(i, num_arguments - 1)].set(value), q)
+        above = value > target  # Q decreasing in r: the root lies above mid
+        lo = jnp.where(shells | ~above, lo, mid)
+        hi = jnp.where(shells | above, hi, mid)
+        return q, lam, target, lo, hi
 
-    lo, hi = jax.lax.fori_loop(0, _BISECTION_STEPS, bisect, (lo_r, hi_r))
+    zero = jnp.zeros((), jnp.float64)
+    _, _, _, lo, hi = jax.lax.fori_loop(0, num_arguments + _BISECTION_STEPS, step,
+                                        (jnp.zeros(num_arguments, jnp.float64), zero, zero, zero, zero))
     radius = 0.5 * (lo + hi)
-    return Release(center + radius * _direction(k_direction, d, norm), VectorInfo(epsilon, center, radius))
+    return Release(center + radius * _direction(g, norm), VectorInfo(epsilon, center, radius))
 
 
 def _check_vector_inputs(center, radii, global_sensitivity, norm):
