@@ -1,4 +1,5 @@
-"""``jax.random``'s bits, splits, uniforms, normals and Gumbels, bit for bit, compiled as one flat loop under ``vmap``.
+"""``jax.random``'s bits, splits, uniforms, normals, Laplaces and Gumbels, bit for bit, hashed as one vector under
+``vmap``.
 
 ``jax.random`` hashes counters with Threefry-2x32 (Salmon, Moraes, Dror & Shaw, SC 2011), one hash per output
 word, elementwise over the output's shape. Under ``vmap`` over keys that shape gains the batch axes, and XLA:CPU
@@ -10,8 +11,9 @@ counters to one vector and hashes that (however many ``vmap`` levels), then rest
 
 Each function returns what its ``jax.random`` namesake returns for a Threefry key (JAX's default) under
 ``jax_threefry_partitionable`` (JAX's default since 0.5), where every word is the hash of its row-major index
-under the key, and the floats are made from the words by the same operations (tests/noise/test_bits.py checks
-them against ``jax.random``); any other key or setting goes to ``jax.random`` itself.
+under the key, and the floats are made from the words by the same operations (tests/test_threefry.py checks
+them against ``jax.random``); any other key or setting goes to ``jax.random`` itself. :func:`draws` takes
+several keys' draws from one hash.
 """
 
 from __future__ import annotations

@@ -139,8 +139,9 @@ def _vector_release(key, center, radii, global_sensitivity, epsilon, norm):
                                            lambda _: (lam, target, lo, hi), None)
         mid = 0.5 * (lo + hi)
         shells = i < num_arguments
-        value = gammaincc(float(d), jnp.where(shells, arguments[jnp.minimum(i, num_arguments - 1)], lam * mid))
-        q = jnp.where(shells, q.at[jnp.minimum(i, num_arguments - 1)].set(value), q)
+        at = jnp.minimum(i, num_arguments - 1)
+        value = gammaincc(float(d), jnp.where(shells, arguments[at], lam * mid))
+        q = q.at[at].set(jnp.where(shells, value, q[at]))  # one element a step (a select of all of q is O(K) a step)
         above = value > target  # Q decreasing in r: the root lies above mid
         lo = jnp.where(shells | ~above, lo, mid)
         hi = jnp.where(shells | above, hi, mid)
