@@ -184,8 +184,9 @@ def hull_rows(s, cfg: MedianConfig):
 
 
 def _exclusive_cummin(values):
-    shifted = jnp.concatenate([jnp.full((1,), INF, values.dtype), values[:-1]])
-    return jax.lax.cummin(shifted)
+    """``min(values[:k])`` for each k (INF for k = 0), along the last axis."""
+    shifted = jnp.concatenate([jnp.full(values.shape[:-1] + (1,), INF, values.dtype), values[..., :-1]], axis=-1)
+    return jax.lax.cummin(shifted, axis=values.ndim - 1)
 
 
 def pareto_keep(exists, lo, hi, cfg: MedianConfig):
@@ -199,7 +200,9 @@ def pareto_keep(exists, lo, hi, cfg: MedianConfig):
     six_q = 6 * cfg.grid_resolution
     alpha = jnp.where(exists, six_q * k - hi, INF)
     beta = jnp.where(exists, six_q * k + lo, INF)
-    dominated = (alpha >= _exclusive_cummin(alpha)) & (beta >= _exclusive_cummin(beta))
+    # Both running minima in one cumulative op (each is a tree of passes XLA compiles on its own).
+    best = _exclusive_cummin(jnp.stack([alpha, beta]))
+    dominated = (alpha >= best[0]) & (beta >= best[1])
     k0 = jnp.min(jnp.where(exists, k, exists.shape[0]))
     return exists & ~dominated & (2.0 * (k - k0).astype(jnp.float64) < cfg.cap), k0
 
@@ -317,7 +320,12 @@ def piece_log_mass(log_left, slope, length):
 
 
 def compact_rows(keep, lo, hi, size):
-    """The kept rows, padded to ``size`` (jnp.nonzero with a static size), plus the count."""
-    (index,) = jnp.nonzero(keep, size=size, fill_value=0)
+    """The kept rows in order, padded to ``size`` with rows marked invalid, plus the count.
+
+    A stable sort of ``~keep`` puts the kept rows first, in order (``size <= keep.size``); the padding rows are
+    some of the others, never read where ``valid`` is False. ``jnp.nonzero`` with a static size (a cumulative
+    sum and a scatter) compiled in 3.5x the time of the sort (0.090 against 0.026 s, 102 rows).
+    """
+    index = jnp.argsort(~keep, stable=True)[:size]
     valid = jnp.arange(size, dtype=jnp.int64) < jnp.sum(keep)
     return index, lo[index], hi[index], valid, jnp.sum(keep)
