@@ -18,6 +18,7 @@ several keys' draws from one hash.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import jax
@@ -67,7 +68,13 @@ def _words(high: Array, low: Array, dtype) -> Array:
 
 def bits(key: Key, shape: tuple[int, ...] = (), dtype=jnp.uint32) -> Array:
     """``jax.random.bits(key, shape, dtype)`` for uint32 and uint64 words."""
-    dtype, shape = np.dtype(dtype), tuple(shape)
+    return _bits(key, tuple(shape), np.dtype(dtype))
+
+
+# Each draw is one jitted program, as jax.random's are: called eagerly it runs as one program (not an eager
+# operation at a time, each compiled for its shapes), and inside a jitted release it is inlined.
+@functools.partial(jax.jit, static_argnames=("shape", "dtype"))
+def _bits(key, shape, dtype):
     size = math.prod(shape)
     if dtype not in (np.dtype(np.uint32), np.dtype(np.uint64)) or not _flat(key, size):
         return jax.random.bits(key, shape, dtype)
@@ -76,6 +83,11 @@ def bits(key: Key, shape: tuple[int, ...] = (), dtype=jnp.uint32) -> Array:
 
 def split(key: Key, num: int = 2) -> Array:
     """``jax.random.split(key, num)``."""
+    return _split(key, int(num))
+
+
+@functools.partial(jax.jit, static_argnames=("num",))
+def _split(key, num):
     if not _flat(key, num):
         return jax.random.split(key, num)
     high, low = _threefry(*_counters(key, num))
@@ -124,7 +136,11 @@ def _floats(dtype) -> bool:
 
 
 def _draw(kind: str, key, shape, dtype) -> Array:
-    dtype, shape = np.dtype(dtype), tuple(shape)
+    return _draw_program(key, kind, tuple(shape), np.dtype(dtype))
+
+
+@functools.partial(jax.jit, static_argnames=("kind", "shape", "dtype"))
+def _draw_program(key, kind, shape, dtype):
     if not _floats(dtype) or not _flat(key, math.prod(shape)):
         return _JAX_RANDOM[kind](key, shape, dtype)
     return _TRANSFORMS[kind](_unit_floats(bits(key, shape, _word_dtype(dtype)), dtype), dtype)
@@ -169,7 +185,11 @@ def draws(*requests: tuple[str, Key, tuple[int, ...]]) -> list[Array]:
 
 def gumbel(key: Key, shape: tuple[int, ...] = (), dtype=jnp.float64) -> Array:
     """``jax.random.gumbel(key, shape, dtype, mode="high")`` for float64 (two uniforms a sample)."""
-    dtype, shape = np.dtype(dtype), tuple(shape)
+    return _gumbel(key, tuple(shape), np.dtype(dtype))
+
+
+@functools.partial(jax.jit, static_argnames=("shape", "dtype"))
+def _gumbel(key, shape, dtype):
     if dtype != np.dtype(np.float64) or not _flat(key, 2 * math.prod(shape)):
         return jax.random.gumbel(key, shape, dtype, mode="high")
     high, low = _unit_floats(bits(key, (2, *shape), np.uint64), dtype)

@@ -13,26 +13,19 @@ KEYS = jax.random.split(jax.random.key(7), 12)
 GRID = KEYS.reshape(3, 4)
 SHAPES = [(), (1,), (5,), (3, 4)]
 
-DRAWS = {
-    "bits-uint32": (lambda k, s: threefry.bits(k, s, jnp.uint32), lambda k, s: jax.random.bits(k, s, jnp.uint32)),
-    "bits-uint64": (lambda k, s: threefry.bits(k, s, jnp.uint64), lambda k, s: jax.random.bits(k, s, jnp.uint64)),
-    "uniform-float64": (lambda k, s: threefry.uniform(k, s, jnp.float64),
-                        lambda k, s: jax.random.uniform(k, s, jnp.float64)),
-    "uniform-float32": (lambda k, s: threefry.uniform(k, s, jnp.float32),
-                        lambda k, s: jax.random.uniform(k, s, jnp.float32)),
-    "normal-float64": (lambda k, s: threefry.normal(k, s, jnp.float64),
-                       lambda k, s: jax.random.normal(k, s, jnp.float64)),
-    "normal-float32": (lambda k, s: threefry.normal(k, s, jnp.float32),
-                       lambda k, s: jax.random.normal(k, s, jnp.float32)),
-    "laplace-float64": (lambda k, s: threefry.laplace(k, s, jnp.float64),
-                        lambda k, s: jax.random.laplace(k, s, jnp.float64)),
-    "laplace-float32": (lambda k, s: threefry.laplace(k, s, jnp.float32),
-                        lambda k, s: jax.random.laplace(k, s, jnp.float32)),
-    "gumbel-float64": (lambda k, s: threefry.gumbel(k, s, jnp.float64),
-                       lambda k, s: jax.random.gumbel(k, s, jnp.float64, mode="high")),
-    "split": (lambda k, s: jax.random.key_data(threefry.split(k, max(1, int(np.prod(s))))),
-              lambda k, s: jax.random.key_data(jax.random.split(k, max(1, int(np.prod(s)))))),
-}
+
+def _pair(name, dtype, **jax_options):
+    """``(ours, jax.random's)`` for the draw ``name``, each ``(key, shape) -> array``."""
+    return (lambda k, s: getattr(threefry, name)(k, s, dtype),
+            lambda k, s: getattr(jax.random, name)(k, s, dtype, **jax_options))
+
+
+DRAWS = {f"{name}-{np.dtype(dtype).name}": _pair(name, dtype)
+         for name in ("bits", "uniform", "normal", "laplace") for dtype in
+         ((jnp.uint32, jnp.uint64) if name == "bits" else (jnp.float32, jnp.float64))}
+DRAWS["gumbel-float64"] = _pair("gumbel", jnp.float64, mode="high")
+DRAWS["split"] = (lambda k, s: jax.random.key_data(threefry.split(k, max(1, int(np.prod(s))))),
+                  lambda k, s: jax.random.key_data(jax.random.split(k, max(1, int(np.prod(s))))))
 
 # How a release calls a draw: eagerly, jitted, vmapped over keys (one and two levels), and with one key
 # under a vmap over something else (the key not batched). Eager calls run each operation as its own program (a
