@@ -70,8 +70,7 @@ def certificate(s, cfg: MedianConfig):
     """
     l, K, Q, xi_bound = cfg.median_index, cfg.num_windows, cfg.grid_resolution, cfg.xi_bound
     m = s[l - 1]
-    p = jnp.searchsorted(s, m, side="left").astype(jnp.int64)
-    q = jnp.searchsorted(s, m, side="right").astype(jnp.int64)
+    p, q = _rank_bounds(s, m[None])[:, 0]
     ok = jnp.abs(m) <= xi_bound
     if K >= 1:
         j = jnp.arange(2, K + 2, dtype=jnp.int64)
@@ -87,32 +86,43 @@ def certificate(s, cfg: MedianConfig):
     return ok
 
 
-def _sparse_table(values, op):
-    """Levels ``T[j, i] = op(values[i : i + 2^j])`` (padded with the last level's value)."""
+def _rank_bounds(s, values):
+    """``(#{i : s_i < v}, #{i : s_i <= v})`` for each int64 ``v``, as a [2, len(values)] array.
+
+    One ``searchsorted`` for both sides: on integers ``s_i <= v`` is ``s_i < v + 1`` (coordinates are far from
+    int64's ends), and each call site compiles its own search loop.
+    """
+    ranks = jnp.searchsorted(s, jnp.concatenate([values, values + 1]), side="left").astype(jnp.int64)
+    return ranks.reshape(2, values.shape[0])
+
+
+def _sparse_table(values):
+    """Levels ``T[j, ..., i] = max(values[..., i : i + 2^j])`` along the last axis (padded with the last level's
+    value)."""
     levels = [values]
-    width = values.shape[0]
+    width = values.shape[-1]
     step = 1
     while 2 * step <= width:
         prev = levels[-1]
-        shifted = jnp.concatenate([prev[step:], prev[-step:]])  # tail pads are never queried
-        levels.append(op(prev, shifted))
+        shifted = jnp.concatenate([prev[..., step:], prev[..., -step:]], axis=-1)  # tail pads are never queried
+        levels.append(jnp.maximum(prev, shifted))
         step *= 2
     return jnp.stack(levels)
 
 
-def _range_query(table, log2, first, last, op):
-    """op over [first, last] (window-local, first <= last) by two overlapping power-of-two blocks."""
-    length = last - first + 1
-    level = log2[length - 1]
-    return op(table[level, first], table[level, last - (1 << level) + 1])
+def _range_max(table, log2, first, last):
+    """Row r of the result: the max of ``table``'s row r over [first[r], last[r]] (window-local, first <= last),
+    by two overlapping power-of-two blocks; the rows' queries in one set of gathers."""
+    level = log2[last - first]
+    row = jnp.arange(first.shape[0])[:, None]
+    return jnp.maximum(table[level, row, first], table[level, row, last - (1 << level) + 1])
 
 
 def _cells(s, cfg: MedianConfig):
     """Point cells X_(i), i in [l-K, l+K], and gap cells (X_(p), X_(p+1)), p in [l-K, l+K-1]."""
     l, K = cfg.median_index, cfg.num_windows
     points = s[l - K - 1:l + K]                                   # X_(l-K) .. X_(l+K)
-    p_point = jnp.searchsorted(s, points, side="left").astype(jnp.int64)
-    q_point = jnp.searchsorted(s, points, side="right").astype(jnp.int64)
+    p_point, q_point = _rank_bounds(s, points)
     med_point = jnp.maximum(0, p_point - l + 1) + jnp.maximum(0, l - q_point)
     p_gap = jnp.arange(l - K, l + K, dtype=jnp.int64)
     gap_lo = s[l - K - 1:l + K - 1]                               # X_(p)
@@ -140,24 +150,22 @@ def small_rows(s, cfg: MedianConfig):
     index = jnp.arange(start, start + width, dtype=jnp.int64)
     z = _take(s, index - 1, 0) - index * Q
     inside = (index >= 1) & (index <= n)
-    table_max = _sparse_table(jnp.where(inside, z, INF), jnp.maximum)
-    table_min = _sparse_table(jnp.where(inside, z, -INF), jnp.minimum)
+    # One table of range maxima for both queries: row 0 over Z (+INF outside [1, n]), row 1 over -Z (the
+    # minima of Z with -INF outside, negated): one set of kernels instead of two.
+    table = _sparse_table(jnp.stack([jnp.where(inside, z, INF), jnp.where(inside, -z, INF)]))
     log2 = jnp.asarray(np.floor(np.log2(np.arange(1, width + 1))).astype(np.int64))
     cells = _cells(s, cfg)
     p, q = cells["p"], cells["q"]
 
     def row(k):
         jlo = jnp.where(k == 0, 2, 1)
-        first_r, last_r = jnp.maximum(p + jlo, q + 1), p + K + 1 - k
-        empty_r = first_r > last_r
-        rmax = _range_query(table_max, log2, jnp.clip(first_r - start, 0, width - 1),
-                            jnp.clip(jnp.maximum(last_r, first_r) - start, 0, width - 1), jnp.maximum)
+        first = jnp.stack([jnp.maximum(p + jlo, q + 1), q - K + k])       # theta_R's range, theta_L's
+        last = jnp.stack([p + K + 1 - k, jnp.minimum(q + 1 - jlo, p)])
+        empty_r, empty_l = first > last
+        rmax, minus_rmin = _range_max(table, log2, jnp.clip(first - start, 0, width - 1),
+                                      jnp.clip(jnp.maximum(last, first) - start, 0, width - 1))
         theta_r = jnp.where(empty_r, -INF, (p - k + 1) * Q + rmax)
-        first_l, last_l = q - K + k, jnp.minimum(q + 1 - jlo, p)
-        empty_l = first_l > last_l
-        rmin = _range_query(table_min, log2, jnp.clip(first_l - start, 0, width - 1),
-                            jnp.clip(jnp.maximum(last_l, first_l) - start, 0, width - 1), jnp.minimum)
-        theta_l = jnp.where(empty_l, INF, (q + k) * Q + rmin)
+        theta_l = jnp.where(empty_l, INF, (q + k) * Q - minus_rmin)
         a1 = jnp.maximum(theta_r, -xi_bound)
         b1 = jnp.minimum(theta_l, xi_bound)
         med_ok = cells["valid"] & (cells["med"] <= k)
