@@ -97,17 +97,23 @@ def _rank_bounds(s, values):
 
 
 def _sparse_table(values):
-    """Levels ``T[j, ..., i] = max(values[..., i : i + 2^j])`` along the last axis (padded with the last level's
-    value)."""
-    levels = [values]
+    """Levels ``T[j, ..., i] = max(values[..., i : i + 2^j])`` along the last axis, for ``i + 2^j <= width``.
+
+    The entries past that (``i + 2^j > width``) are never queried and hold other maxima. One loop over the levels
+    (level j from level j - 1 and its shift by 2^(j-1)): a program holds one copy of a level's code, not one per
+    level (0.094 -> 0.043 s to compile at K = 104).
+    """
     width = values.shape[-1]
-    step = 1
-    while 2 * step <= width:
-        prev = levels[-1]
-        shifted = jnp.concatenate([prev[..., step:], prev[..., -step:]], axis=-1)  # tail pads are never queried
-        levels.append(jnp.maximum(prev, shifted))
-        step *= 2
-    return jnp.stack(levels)
+    num_levels = width.bit_length()                          # floor(log2(width)) + 1
+
+    def level(j, table):
+        prev = table[j - 1]
+        step = jnp.left_shift(1, j - 1)
+        shifted = jax.lax.dynamic_slice_in_dim(jnp.concatenate([prev, prev], axis=-1), step, width, axis=-1)
+        return table.at[j].set(jnp.maximum(prev, shifted))
+
+    table = jnp.broadcast_to(values, (num_levels,) + values.shape)
+    return jax.lax.fori_loop(1, num_levels, level, table)
 
 
 def _range_max(table, log2, first, last):
@@ -177,7 +183,12 @@ def small_rows(s, cfg: MedianConfig):
         return (jnp.any(feasible), jnp.min(jnp.where(feasible, left, INF)),
                 jnp.max(jnp.where(feasible, right, -INF)))
 
-    return jax.lax.map(row, jnp.arange(K + 1, dtype=jnp.int64), batch_size=min(K + 1, 64))
+    # Rows in batches of at most 64 (memory O(64 K)), all of one size: K + 1 rows padded up to a multiple of it
+    # (rows past K are computed and dropped), so the program holds one copy of the batch, not a remainder's too.
+    num_batches = -(-(K + 1) // 64)
+    batch = -(-(K + 1) // num_batches)
+    rows = jax.lax.map(row, jnp.arange(num_batches * batch, dtype=jnp.int64), batch_size=batch)
+    return tuple(a[:K + 1] for a in rows)
 
 
 def hull_rows(s, cfg: MedianConfig):
