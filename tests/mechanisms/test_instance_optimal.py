@@ -598,6 +598,27 @@ def test_vector_radius_matches_quadrature_and_direction_is_isotropic(key, norm, 
     assert np.all(np.abs(samples.mean(0)) < 5 * samples.std(0) / math.sqrt(samples.shape[0]))
 
 
+@pytest.mark.parametrize("d", [1, 2, 3, 10, 64, 65, 100])
+def test_vector_incomplete_gamma_matches_mpmath_in_both_forms(d):
+    # Q(d, x) drives the shells' masses and the radius's bisection: the closed form (d <= 64) and JAX's
+    # incomplete gamma (d > 64) against mpmath, over the arguments a release meets (0 at the first shell).
+    import mpmath
+
+    from gpuprivacy.mechanisms._instance_optimal._vector import CLOSED_FORM_MAX_DIM, regularized_upper_gamma
+
+    assert CLOSED_FORM_MAX_DIM == 64  # the parameters straddle the switch
+    x = np.concatenate([[0.0], np.geomspace(1e-6, 700.0, 120), [d - 0.5, d + 0.5]])
+    with mpmath.workdps(40):
+        reference = np.array([float(mpmath.gammainc(d, v, mpmath.inf, regularized=True)) for v in x])
+    got = np.asarray(regularized_upper_gamma(d, jnp.asarray(x)))
+    assert got[0] == 1.0
+    resolved = reference > 1e-290
+    np.testing.assert_allclose(got[resolved], reference[resolved], rtol=2e-13, atol=0)
+    assert np.all(got[~resolved] <= 1e-280)
+    scalar = regularized_upper_gamma(d, jnp.float64(x[60]))
+    assert scalar.shape == () and float(scalar) == got[60]
+
+
 def test_vector_log_ratio_of_shifted_centres_is_at_most_epsilon():
     # Def 5.1 with constant radii R_l = Delta: neighbours may move f(x) by Delta; the ratio is <= epsilon.
     grid = np.stack(np.meshgrid(np.linspace(-6, 7, 53), np.linspace(-6, 6, 49)), -1).reshape(-1, 2)

@@ -45,6 +45,8 @@ from gpuprivacy.mechanisms._release import Release, stated_guarantee, withheld_u
 
 NORMS = ("l1", "l2")
 _BISECTION_STEPS = 64  # bracket / 2^64: below float64 resolution
+# Dimensions up to which Q(d, .) is its closed form (d terms an evaluation); above it, JAX's incomplete gamma.
+CLOSED_FORM_MAX_DIM = 64
 
 
 class VectorInfo(NamedTuple):
@@ -60,6 +62,30 @@ class VectorInfo(NamedTuple):
     nonprivate_value: jax.Array
     nonprivate_radius: jax.Array
     valid: jax.Array = True
+
+
+def regularized_upper_gamma(d: int, x):
+    """Q(d, x), the regularised upper incomplete gamma at an integer ``d >= 1``, elementwise over ``x >= 0``.
+
+    For integer d it is the Poisson CDF :math:`Q(d, x) = \\sum_{k < d} e^{-x} x^k / k!` (DLMF 8.4.10), summed
+    here term by term in log space (all terms positive: no cancellation) for ``d <= CLOSED_FORM_MAX_DIM``; larger
+    dimensions use ``jax.scipy.special.gammaincc`` (one term per dimension would cost more than its series). Both
+    are within 1e-13 relative of mpmath (d = 1..64, x = 1e-6..700: 5e-14 here, 4e-14 to 9e-14 for gammaincc). The
+    closed form compiles in a fraction of the time: XLA:CPU compiles the incomplete gamma's series and continued
+    fraction over a vector in 0.15 s.
+    """
+    x = jnp.asarray(x, jnp.float64)
+    if d > CLOSED_FORM_MAX_DIM:
+        # One scalar at a time: XLA:CPU compiles the incomplete gamma's loops over a vector in about 3x the time of
+        # the scalar loops.
+        return gammaincc(float(d), x) if x.ndim == 0 else jax.lax.map(lambda r: gammaincc(float(d), r), x)
+    terms_shape = (1,) * x.ndim + (d,)  # the terms along a last axis (explicit ranks: no implicit promotion)
+    k = np.arange(d, dtype=np.float64).reshape(terms_shape)
+    log_factorial = np.asarray([math.lgamma(i + 1.0) for i in range(d)]).reshape(terms_shape)
+    positive = x > 0
+    log_x = jnp.log(jnp.where(positive, x, 1.0))
+    q = jnp.sum(jnp.exp(-x[..., None] + k * log_x[..., None] - log_factorial), axis=-1)
+    return jnp.where(positive, jnp.where(jnp.isinf(x), 0.0, q), 1.0)
 
 
 def _shell_radii(radii, global_sensitivity, a):
@@ -91,11 +117,8 @@ def _shell_masses(inner, outer, widths, rate, levels, a, d, q):
 def _shells(radii, global_sensitivity, a, d):
     """Inner radii A, outer radii B, rates, levels and log-masses of the K shells + the tail shell."""
     inner, outer, widths, rate, levels, arguments = _shell_radii(radii, global_sensitivity, a)
-    # Q(d, .) at every shell's two radii, one scalar at a time (the same values): XLA:CPU compiles the incomplete
-    # gamma's series and continued-fraction loops over a vector in about 3x the time of the scalar loops (0.25 s
-    # against 0.09 s), and there are only 2 (K + 1) radii.
-    q = jax.lax.map(lambda r: gammaincc(d, r), arguments)
-    log_mass, q_inner, q_outer = _shell_masses(inner, outer, widths, rate, levels, a, d, q)
+    q = regularized_upper_gamma(d, arguments)
+    log_mass, q_inner, q_outer = _shell_masses(inner, outer, widths, rate, levels, a, float(d), q)
     return inner, outer, rate, levels, log_mass, q_inner, q_outer
 
 
@@ -140,7 +163,7 @@ def _vector_release(key, center, radii, global_sensitivity, epsilon, norm):
         mid = 0.5 * (lo + hi)
         shells = i < num_arguments
         at = jnp.minimum(i, num_arguments - 1)
-        value = gammaincc(float(d), jnp.where(shells, arguments[at], lam * mid))
+        value = regularized_upper_gamma(d, jnp.where(shells, arguments[at], lam * mid))
         q = q.at[at].set(jnp.where(shells, value, q[at]))  # one element a step (a select of all of q is O(K) a step)
         above = value > target  # Q decreasing in r: the root lies above mid
         lo = jnp.where(shells | ~above, lo, mid)
@@ -254,7 +277,7 @@ def vector_log_density(y: Any, center: Any, radii: Any, *, epsilon: float, globa
     y = jnp.atleast_2d(jnp.asarray(y, jnp.float64))
     d = center.shape[0]
     a = 0.5 * epsilon
-    _, _, _, _, log_mass, _, _ = _shells(radii, gs, a, float(d))
+    _, _, _, _, log_mass, _, _ = _shells(radii, gs, a, d)
     log_z = logsumexp(log_mass) + _log_unit_ball_volume_times_d(d, norm)
     ord_ = 1 if norm == "l1" else 2
     r = jnp.linalg.norm(y - center[None, :], ord=ord_, axis=1)
