@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 from scipy import stats
 
-from gpuprivacy.mechanisms._piecewise_sampler import _running_sums, choose_piece  # private: the sums the chooser searches
+from gpuprivacy.mechanisms._piecewise_sampler import _BLOCK, choose_piece  # private: the chooser's block size
 
 ALPHA = 1e-6
 
@@ -131,15 +131,25 @@ def test_zero_mass_pieces_at_block_boundaries_and_padding():
     np.testing.assert_array_equal(choose(uniforms, jnp.asarray(log_mass)), choose(uniforms, padded))
 
 
-def test_running_sums_are_nondecreasing_and_repeat_at_zero_masses():
-    """The chooser's cumulative sums over many blocks (a large table): nondecreasing, and equal to the sum before
-    at a zero mass, exactly. Power: XLA's ``cumsum`` of the same masses, a tree of partial sums, breaks both."""
+def test_zero_mass_blocks_never_chosen_where_xla_cumsum_is_not_monotone():
+    """A table of 2000 blocks, 40% of them empty, their totals over 16 orders of magnitude: uniforms aimed at every
+    block boundary (and an ulp either side) choose only pieces of positive mass. Power: XLA's ``cumsum`` of these
+    block totals (a tree of partial sums), the chooser's first level, is not monotone or rises after a zero
+    total somewhere, so a search over its sums alone could land on an empty block."""
     rng = np.random.default_rng(6)
-    masses = rng.exponential(1.0, (20, 2000)) * 10.0 ** rng.integers(-8, 8, (20, 2000))
-    masses[rng.random((20, 2000)) < 0.4] = 0.0
-    ours = np.asarray(jax.jit(jax.vmap(_running_sums))(jnp.asarray(masses)))
-    plain = np.asarray(jax.jit(jax.vmap(jnp.cumsum))(jnp.asarray(masses)))
-    zero = masses[:, 1:] == 0.0
-    assert np.all(ours[:, 1:] >= ours[:, :-1]) and np.all(ours[:, 1:][zero] == ours[:, :-1][zero])
-    assert np.any(plain[:, 1:] < plain[:, :-1]) and np.any(plain[:, 1:][zero] != plain[:, :-1][zero])
-    np.testing.assert_allclose(ours[:, -1], masses.sum(axis=1), rtol=1e-12)
+    num_blocks = 2000
+    totals = rng.exponential(1.0, num_blocks) * 10.0 ** rng.integers(-8, 8, num_blocks)
+    totals[rng.random(num_blocks) < 0.4] = 0.0
+    totals[np.argmax(totals)] = 1.0e9  # the maximum piece, so the chooser's shift leaves the masses as they are
+    with np.errstate(divide="ignore"):
+        log_totals = np.log(totals)  # -inf for the empty blocks
+    log_mass = np.full((num_blocks, _BLOCK), -np.inf)
+    log_mass[:, 7] = log_totals  # one piece of each block carries its total
+    log_mass = log_mass.reshape(-1)
+    plain = np.asarray(jax.jit(jnp.cumsum)(jnp.exp(jnp.asarray(log_totals) - np.log(1.0e9))))
+    zero = totals[1:] == 0.0
+    assert np.any(plain[1:] < plain[:-1]) or np.any(plain[1:][zero] != plain[:-1][zero])
+    cdf = np.cumsum(totals) / totals.sum()
+    aims = np.clip(np.concatenate([cdf, np.nextafter(cdf, 0.0), np.nextafter(cdf, 1.0)]), 2.0**-60, 1.0 - 2.0**-53)
+    chosen = np.asarray(jax.jit(jax.vmap(choose_piece, in_axes=(0, None)))(jnp.asarray(aims), jnp.asarray(log_mass)))
+    assert np.all(np.isfinite(log_mass[chosen]))
