@@ -311,14 +311,16 @@ def piece_table(rows_k, rows_lo, rows_hi, rows_valid, center, cfg: MedianConfig,
     cuts = sort(cuts, axis=1)
     left, right = cuts[:, :-1], cuts[:, 1:]
     centre = 0.5 * (left + right)
-    lines = jnp.stack([jnp.broadcast_to(level_flat[:, None], centre.shape), level_rise[:, None] + s_line * centre,
-                       level_fall[:, None] - s_line * centre], axis=-1)
-    which = jnp.argmin(lines, axis=-1)
-    line_slope = jnp.asarray([0.0, s_line, -s_line])[which]
-    intercept = jnp.stack([jnp.broadcast_to(level_flat[:, None], centre.shape),
-                           jnp.broadcast_to(level_rise[:, None], centre.shape),
-                           jnp.broadcast_to(level_fall[:, None], centre.shape)], axis=-1)
-    value_left = jnp.take_along_axis(intercept, which[..., None], axis=-1)[..., 0] + line_slope * left
+    # The lowest of the three lines at each piece's centre, the first on ties (argmin's choice, as selects: the
+    # levels are finite or +inf, never NaN).
+    flat = jnp.broadcast_to(level_flat[:, None], centre.shape)
+    rise = jnp.broadcast_to(level_rise[:, None], centre.shape)
+    fall = jnp.broadcast_to(level_fall[:, None], centre.shape)
+    at_rise, at_fall = rise + s_line * centre, fall - s_line * centre
+    is_flat = (flat <= at_rise) & (flat <= at_fall)
+    is_rise = ~is_flat & (at_rise <= at_fall)
+    line_slope = jnp.where(is_flat, 0.0, jnp.where(is_rise, s_line, -s_line))
+    value_left = jnp.where(is_flat, flat, jnp.where(is_rise, rise, fall)) + line_slope * left
     half_eps = epsilon / 2.0
     slope = (half_eps * line_slope).reshape(-1)
     log_left = (half_eps * value_left).reshape(-1)
