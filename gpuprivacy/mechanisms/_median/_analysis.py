@@ -87,10 +87,10 @@ def _bundle(data, cfg):
     """Everything the analysis functions need, in one compiled kernel per configuration."""
     s = snap(data, cfg)
     exists, lo, hi = hull_rows(s, cfg)
-    keep, k0 = pareto_keep(exists, lo, hi, cfg)
-    index, rows_lo, rows_hi, valid, _ = compact_rows(keep, lo, hi, cfg.full_rows)
-    table = piece_table(index.astype(jnp.int64), rows_lo, rows_hi, valid, s[cfg.median_index - 1], cfg,
-                        cfg.epsilon)
+    (k, rows_lo, rows_hi, window_keep), k0 = pareto_keep(exists, lo, hi, cfg)
+    index, rows_lo, rows_hi, valid, _ = compact_rows(window_keep, rows_lo, rows_hi, cfg.full_rows)
+    table = piece_table(k[index], rows_lo, rows_hi, valid, s[cfg.median_index - 1], cfg, cfg.epsilon)
+    keep = jnp.zeros(exists.shape, bool).at[k].set(window_keep, mode="drop")  # every row's flag
     return dict(s=s, exists=exists, lo=lo, hi=hi, keep=keep, k0=k0, certified=certificate(s, cfg), table=table)
 
 

@@ -209,21 +209,35 @@ def _exclusive_cummin(values):
 
 
 def pareto_keep(exists, lo, hi, cfg: MedianConfig):
-    """Rows that can attain the envelope, exactly, with integer keys.
+    """Rows that can attain the envelope, exactly, with integer keys, on the window of rows they lie in.
 
     Row k is dropped when ``alpha_k >= min_{k' < k} alpha_k'`` and ``beta_k >= min_{k' < k} beta_k'``
     (alpha = 6Qk - hi, beta = 6Qk + lo, i.e. 6Q times the paper-unit intercepts), or when
-    ``k - b/2 >= k0`` (its floor lies above row k0's maximum).
+    ``k - b/2 >= k0`` (its floor lies above row k0's maximum). So every kept row is one of the ``full_rows``
+    rows from k0 on (``full_rows >= ceil(b/2)``), and no row before k0 exists: the pruning runs on that window
+    alone (its running minima over those rows are the ones over all rows before them).
+
+    Returns:
+      ``((k, lo, hi, keep), k0)``: the window's rows (``full_rows`` of them; those past the last row do not
+      exist and are not kept) and the least existing row k0.
     """
-    k = jnp.arange(exists.shape[0], dtype=jnp.int64)
+    num = exists.shape[0]
+    width = cfg.full_rows
+    k0 = jnp.min(jnp.where(exists, jnp.arange(num, dtype=jnp.int64), num))
+
+    def window(a, fill):
+        return jax.lax.dynamic_slice_in_dim(jnp.concatenate([a, jnp.full((width,), fill, a.dtype)]), k0, width)
+
+    exists, lo, hi = window(exists, False), window(lo, 0), window(hi, 0)
+    k = k0 + jnp.arange(width, dtype=jnp.int64)
     six_q = 6 * cfg.grid_resolution
     alpha = jnp.where(exists, six_q * k - hi, INF)
     beta = jnp.where(exists, six_q * k + lo, INF)
     # Both running minima in one cumulative op (each is a tree of passes XLA compiles on its own).
     best = _exclusive_cummin(jnp.stack([alpha, beta]))
     dominated = (alpha >= best[0]) & (beta >= best[1])
-    k0 = jnp.min(jnp.where(exists, k, exists.shape[0]))
-    return exists & ~dominated & (2.0 * (k - k0).astype(jnp.float64) < cfg.cap), k0
+    keep = exists & ~dominated & (2.0 * (k - k0).astype(jnp.float64) < cfg.cap)
+    return (k, lo, hi, keep), k0
 
 
 class PieceTable(NamedTuple):
@@ -341,7 +355,7 @@ def piece_log_mass(log_left, slope, length):
 
 
 def compact_rows(keep, lo, hi, size):
-    """The kept rows in order, padded to ``size`` with rows marked invalid, plus the count.
+    """The kept rows in order (indices into ``keep``), padded to ``size`` with rows marked invalid, plus the count.
 
     A stable sort of ``~keep`` puts the kept rows first, in order (``size <= keep.size``); the padding rows are
     some of the others, never read where ``valid`` is False. ``jnp.nonzero`` with a static size (a cumulative

@@ -87,9 +87,9 @@ def _single_row_table(s, cfg, epsilon):
 def _full_rows(s, cfg, size):
     """The envelope's Pareto rows ``(k, lo, hi, valid)`` padded to ``size``, their count and k0."""
     exists, lo, hi = hull_rows(s, cfg)
-    keep, k0 = pareto_keep(exists, lo, hi, cfg)
+    (k, lo, hi, keep), k0 = pareto_keep(exists, lo, hi, cfg)
     index, rows_lo, rows_hi, valid, count = compact_rows(keep, lo, hi, size)
-    return (index.astype(jnp.int64), rows_lo, rows_hi, valid), count, k0
+    return (k[index], rows_lo, rows_hi, valid), count, k0
 
 
 def _full_table(s, cfg, size, epsilon):
