@@ -48,9 +48,12 @@ def takes_largest_gaps(n: int, rank: int, max_distance: int) -> bool:
 _CPU_CHUNK_VALUES = 2**15
 
 # The blocked search's level arrays hold about 4 n values a trial ([columns, 3] products and their column
-# indices), twice the divide and conquer's: it runs one trial a step. At n = 10^4 (2-core development VM,
-# 2026-11-29, load 5.5-6.4): 2.9 ms a trial one at a time, 4.6-5.2 in chunks of 2, 3.6-5.2 in chunks of 3.
-_BLOCKED_CHUNK_VALUES = 1
+# indices), twice the divide and conquer's; a trial runs about 600 small kernels, whose fixed cost a chunk of
+# several trials shares. Per trial on the 2-core development VM (2026-12-01, quiet), one trial a step against
+# chunks of 80,000 values: n = 6000 0.69 -> 0.62 ms, n = 10^4 (8 trials a chunk) 1.26 -> 0.96 ms, n = 2 10^4
+# 2.49 -> 2.17 ms; at n = 10^4, 2, 4, 6, 13 and 32 trials a chunk: 1.24, 1.08, 1.00-1.04, 1.07-1.10, 1.19 ms.
+# (On 2026-11-29, under load 5.5-6.4, chunks of 2 and 3 had looked slower than one trial a step.)
+_BLOCKED_CHUNK_VALUES = 80_000
 
 
 def _in_chunks_on_cpu(kernel, n, chunk_values=None):
