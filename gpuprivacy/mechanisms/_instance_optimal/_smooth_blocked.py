@@ -11,9 +11,10 @@ since by the monotonicity there every row between ``a`` and ``c`` has its maximu
 the segment reductions: gathers and scatters, about 30 ns each) is shared by the ``b - 1`` rows, whose
 products are a contiguous ``[columns, b - 1]`` block. At n = 10^4 (5001 x 5001 pairs, beta = 1/6,
 normal data; 2-core development VM, 2026-11-29, load 5-6) it took 2.5-2.9 ms a trial, run one trial at a
-time (:mod:`._smooth_kernel`), against the divide and conquer's 6.0 in chunks of 3 trials; with the stride
-cut by 4 at every level, 2.7 ms against 2.3 (both in chunks of 3). It compiles in about 1.3x the divide
-and conquer's time (n = 10^4, a vmapped batch: 23-25 s against 18 s at load 8).
+time, against the divide and conquer's 6.0 in chunks of 3 trials; with the stride cut by 4 at every level,
+2.7 ms against 2.3 (both in chunks of 3). Quiet (2026-12-01), in chunks of 8 trials (:mod:`._smooth_kernel`),
+0.96 ms a trial. It compiles in about 1.3x the divide and conquer's time (n = 10^4, a vmapped batch: 23-25 s
+against 18 s at load 8).
 
 The first level is rows 0 and ``rows - 1`` over every column (a static, dense block); the known rows
 after level l are those at multiples of the stride ``s_l`` (plus the last row), the strides powers of two
