@@ -163,7 +163,7 @@ def batched_runner(release, trials, params, key, data):
         jax.block_until_ready(jitted(key, data))
         return (lambda: jitted(key, data)), True, "", time.perf_counter() - start
     except Exception as exc:  # a host-routed hook cannot be traced: run run_trials eagerly
-        note = f"eager: jit failed ({_error(exc)})"
+        note = f"runs eagerly, as it does not trace under jit ({_error(exc)})"
     jax.block_until_ready(run(key, data))
     return (lambda: run(key, data)), False, note, time.perf_counter() - start
 

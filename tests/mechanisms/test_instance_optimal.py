@@ -619,6 +619,26 @@ def test_vector_incomplete_gamma_matches_mpmath_in_both_forms(d):
     assert scalar.shape == () and float(scalar) == got[60]
 
 
+def test_vector_incomplete_gamma_of_many_values_runs_in_batches_with_the_same_values(monkeypatch):
+    # The shells' masses of K radii hold K d terms at once unless batched: past CLOSED_FORM_TERMS terms the values
+    # are evaluated in batches (memory O(CLOSED_FORM_TERMS)), and give the values of one vectorized evaluation.
+    from gpuprivacy.mechanisms._instance_optimal import _vector
+
+    x = jnp.asarray(np.geomspace(1e-3, 300.0, 1001))
+    whole = np.asarray(_vector.regularized_upper_gamma(5, x))
+    monkeypatch.setattr(_vector, "CLOSED_FORM_TERMS", 5 * 64)
+    real_map, calls = jax.lax.map, []
+
+    def recording_map(f, xs, **kwargs):
+        calls.append(kwargs)
+        return real_map(f, xs, **kwargs)
+
+    monkeypatch.setattr(jax.lax, "map", recording_map)
+    batched = np.asarray(_vector.regularized_upper_gamma(5, x))
+    assert calls == [{"batch_size": 64}]  # the batched branch ran
+    np.testing.assert_allclose(batched, whole, rtol=1e-15, atol=0)
+
+
 def test_vector_log_ratio_of_shifted_centres_is_at_most_epsilon():
     # Def 5.1 with constant radii R_l = Delta: neighbours may move f(x) by Delta; the ratio is <= epsilon.
     grid = np.stack(np.meshgrid(np.linspace(-6, 7, 53), np.linspace(-6, 6, 49)), -1).reshape(-1, 2)

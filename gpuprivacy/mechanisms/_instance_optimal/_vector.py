@@ -47,6 +47,9 @@ NORMS = ("l1", "l2")
 _BISECTION_STEPS = 64  # bracket / 2^64: below float64 resolution
 # Dimensions up to which Q(d, .) is its closed form (d terms an evaluation); above it, JAX's incomplete gamma.
 CLOSED_FORM_MAX_DIM = 64
+# Terms the closed form holds at once: a vector of values is evaluated in batches of CLOSED_FORM_TERMS // d, so
+# that the shells' masses of K radii take O(CLOSED_FORM_TERMS) memory, not O(K d).
+CLOSED_FORM_TERMS = 2**20
 
 
 class VectorInfo(NamedTuple):
@@ -79,6 +82,13 @@ def regularized_upper_gamma(d: int, x):
         # One scalar at a time: XLA:CPU compiles the incomplete gamma's loops over a vector in about 3x the time of
         # the scalar loops.
         return gammaincc(float(d), x) if x.ndim == 0 else jax.lax.map(lambda r: gammaincc(float(d), r), x)
+    if x.ndim == 1 and x.shape[0] * d > CLOSED_FORM_TERMS:
+        return jax.lax.map(functools.partial(_poisson_sum, d), x, batch_size=max(1, CLOSED_FORM_TERMS // d))
+    return _poisson_sum(d, x)
+
+
+def _poisson_sum(d: int, x):
+    """:func:`regularized_upper_gamma`'s closed form: its d terms along a last axis, summed."""
     terms_shape = (1,) * x.ndim + (d,)  # the terms along a last axis (explicit ranks: no implicit promotion)
     k = np.arange(d, dtype=np.float64).reshape(terms_shape)
     log_factorial = np.asarray([math.lgamma(i + 1.0) for i in range(d)]).reshape(terms_shape)
